@@ -1,0 +1,38 @@
+# Every target bootstraps its own virtualenv on first use (.venv, from pyproject.toml).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BUILD_STAMP := $(VENV)/.build-installed
+TEST_STAMP := $(VENV)/.test-installed
+
+.PHONY: compile compile-all check test bench clean-venv
+
+$(BUILD_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[build]'
+	touch $@
+
+$(TEST_STAMP): $(BUILD_STAMP)
+	$(PY) -m pip install --quiet -e '.[build,test]'
+	touch $@
+
+## make compile MODEL=name: write generated/NAME.py from templates_catalog/NAME.json
+compile: $(BUILD_STAMP)
+	@test -n "$(MODEL)" || { echo "usage: make compile MODEL=<catalog entry>" >&2; exit 2; }
+	$(PY) -m compiler compile $(MODEL)
+
+## make compile-all: rebuild every catalog entry
+compile-all: $(BUILD_STAMP)
+	$(PY) -m compiler compile-all
+
+## make check: fail when generated/ is stale or orphaned
+check: $(BUILD_STAMP)
+	$(PY) -m compiler check
+
+## make test: the whole test suite, differential tests against transformers included
+test: $(TEST_STAMP)
+	$(PY) -m pytest
+
+clean-venv:
+	rm -rf $(VENV)

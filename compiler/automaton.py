@@ -1,0 +1,98 @@
+"""Work out, at build time, what each parser state watches and what it may skip.
+
+States: one per explicit field (its region is open), plus the start state, which is the
+implicit field when the template has one and the null sink otherwise. In an explicit
+field's state only its close is watched; in the start state every explicit open is, plus
+the implicit field's own close.
+
+For each state this computes the watched delimiters in the reference's tie-break order
+(opens before closes, then by field name), and the set of characters that can start any
+of them. A chunk with none of those characters, arriving when nothing is held back,
+cannot change the state, so the generated fast path routes it without scanning. A state
+watching a regex that can start anywhere has no such set and always scans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .ir import Delimiter, Field, Template
+from .regex_profile import RegexProfile, profile
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One delimiter watched in one state."""
+
+    kind: str  # "open" or "close"
+    field: Field
+    delimiter: Delimiter
+    profile: RegexProfile | None  # None for literal delimiters
+
+    @property
+    def first_chars(self) -> frozenset[str] | None:
+        if self.delimiter.literals is not None:
+            return frozenset(literal[0] for literal in self.delimiter.literals)
+        assert self.profile is not None
+        return self.profile.first_chars
+
+
+@dataclass(frozen=True)
+class StatePlan:
+    field: Field | None  # None: the null sink
+    implicit: bool
+    watches: tuple[Watch, ...]
+
+    @property
+    def stop_chars(self) -> tuple[str, ...] | None:
+        """Characters that send a chunk to the scan loop, sorted; None: always scan."""
+        chars: set[str] = set()
+        for watch in self.watches:
+            first = watch.first_chars
+            if first is None:
+                return None
+            chars |= first
+        return tuple(sorted(chars))
+
+
+@dataclass(frozen=True)
+class Automaton:
+    states: tuple[StatePlan, ...]  # explicit fields in template order, then the start state
+    start: StatePlan
+    # Left context to keep for look-behind; None when a pattern's reach cannot be bounded.
+    context: int | None
+
+
+def build_automaton(template: Template) -> Automaton:
+    profiles: dict[str, RegexProfile] = {}
+
+    def watch(kind: str, field: Field, delimiter: Delimiter) -> Watch:
+        regex_profile = None
+        if delimiter.pattern is not None:
+            regex_profile = profiles.setdefault(delimiter.pattern, profile(delimiter.pattern))
+        return Watch(kind=kind, field=field, delimiter=delimiter, profile=regex_profile)
+
+    explicit = [field for field in template.fields if not field.implicit]
+    states = [
+        StatePlan(
+            field=field,
+            implicit=False,
+            watches=(watch("close", field, field.close),) if field.close is not None else (),
+        )
+        for field in explicit
+    ]
+    start_watches = [watch("open", field, field.open) for field in explicit if field.open is not None]
+    implicit = template.implicit
+    if implicit is not None and implicit.close is not None:
+        start_watches.append(watch("close", implicit, implicit.close))
+    start_watches.sort(key=lambda item: (item.kind != "open", item.field.name))
+    start = StatePlan(field=implicit, implicit=implicit is not None, watches=tuple(start_watches))
+    states.append(start)
+
+    context: int | None = 0
+    for item in profiles.values():
+        if item.lookbehind is None:
+            context = None
+            break
+        context = max(context, item.lookbehind)
+    return Automaton(states=tuple(states), start=start, context=context)

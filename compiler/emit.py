@@ -1,0 +1,306 @@
+"""Render the IR and its automaton into a Python module, through Jinja2 code templates.
+
+The render context holds only IR objects, derived identifiers and plain values; the code
+templates in compiler/templates/ decide the code. Template values reach the source only
+through the `q` (literal), `comment` and `ident` filters of compiler.quoting. The result
+is formatted with black in-process and parsed with `ast` before anyone sees it.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from . import __version__
+from .automaton import Automaton, StatePlan, build_automaton
+from .ir import ContentPlan, Deferred, Delimiter, Field, JsonContent, KvLinesContent, Placeholder, Template
+from .ir import TextContent, XmlInlineContent
+from .quoting import comment, identifier, quote
+
+LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
+# Above this many stop characters a fast path tests one compiled character class instead.
+MAX_INLINE_STOP_CHARS = 4
+_READABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# Exception classes a Deferred plan may raise, as written in generated code.
+DEFERRED_ERRORS = {
+    "AttributeError": "AttributeError",
+    "KeyError": "KeyError",
+    "TypeError": "TypeError",
+    "ValueError": "ValueError",
+    "regex.error": "regex.error",
+}
+
+
+@dataclass
+class PlanNames:
+    """Identifiers for one content plan (a field's, or a nested value parser's)."""
+
+    plan: ContentPlan
+    path: str
+    prefix: str  # e.g. TOOL_CALLS or TOOL_CALLS_VALUE
+    function: str | None = None  # module-level function, for value parsers
+    value: PlanNames | None = None  # the nested value parser
+
+    @property
+    def tag(self) -> str:
+        return {
+            TextContent: "scalar",
+            JsonContent: "json",
+            XmlInlineContent: "xml",
+            KvLinesContent: "kv",
+            Deferred: "deferred",
+        }[type(self.plan)]
+
+    def walk(self) -> list[PlanNames]:
+        """This plan and every nested value parser, innermost last."""
+        return [self] + (self.value.walk() if self.value else [])
+
+
+@dataclass
+class FieldNames:
+    field: Field
+    slug: str
+    content: PlanNames = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.content = _plan_names(self.field.plan, f"{self.field.path}.content_args", self.upper, None)
+
+    @property
+    def upper(self) -> str:
+        return self.slug.upper()
+
+    @property
+    def state(self) -> str:
+        return f"{self.upper}_STATE"
+
+    @property
+    def feed(self) -> str:
+        return f"_feed_{self.slug}"
+
+    @property
+    def close(self) -> str:
+        return f"_close_{self.slug}"
+
+    def delimiter(self, kind: str) -> str:
+        return f"{self.upper}_{kind.upper()}"
+
+    def identifiers(self) -> list[str]:
+        names = [self.state, self.feed, self.close, f"{self.upper}_STOP"]
+        for kind in ("open", "close"):
+            base = self.delimiter(kind)
+            names += [base, f"{base}_RE", f"{base}_HOLDBACK"]
+        for plan in self.content.walk():
+            names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
+            if plan.function:
+                names.append(plan.function)
+        return names
+
+
+def _plan_names(plan: ContentPlan, path: str, prefix: str, function: str | None) -> PlanNames:
+    names = PlanNames(plan=plan, path=path, prefix=prefix, function=function)
+    nested = getattr(plan, "value_parser", None)
+    if nested is not None:
+        names.value = _plan_names(nested, f"{path}.value_parser", f"{prefix}_VALUE", f"_{prefix.lower()}_value")
+    return names
+
+
+def derive_names(fields: tuple[Field, ...]) -> list[FieldNames]:
+    """Readable identifiers per field, or index-based ones when readable ones would clash.
+
+    Field names are data; where one must become part of an identifier it is used only if
+    it is a plain ASCII name, and only if every identifier derived from every field stays
+    unique. Otherwise all fields use `field<index>`, which cannot clash.
+    """
+    readable = [
+        FieldNames(f, f.name if _READABLE.fullmatch(f.name) and not keyword.iskeyword(f.name) else f"field{f.index}")
+        for f in fields
+    ]
+    if _unique(readable):
+        return readable
+    indexed = [FieldNames(f, f"field{f.index}") for f in fields]
+    assert _unique(indexed), "index-based identifiers must be unique"
+    return indexed
+
+
+def _unique(names: list[FieldNames]) -> bool:
+    seen: set[str] = set()
+    for item in names:
+        for name in item.identifiers():
+            if name in seen:
+                return False
+            seen.add(name)
+    return True
+
+
+@dataclass
+class StateContext:
+    plan: StatePlan
+    names: FieldNames | None  # None for the null sink
+    constant: str
+    feed: str | None  # fast-path method, None when every chunk must be scanned
+    stop: str | None  # constant holding a compiled stop-character class, if used
+
+    @property
+    def stop_pattern(self) -> str:
+        chars = self.plan.stop_chars or ()
+        return "[" + "".join(re.escape(char) for char in chars) + "]"
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("compiler", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    builtins = env.filters
+    env.filters = {
+        "q": quote,
+        "comment": comment,
+        "ident": identifier,
+        "join": _join,
+        # text-shaping builtins, only ever applied to compiler-made strings
+        "length": builtins["length"],
+        "sort": builtins["sort"],
+        "trim": builtins["trim"],
+        "upper": builtins["upper"],
+    }
+    env.tests.update(
+        placeholder=lambda value: isinstance(value, Placeholder),
+        dict=lambda value: isinstance(value, dict),
+        list=lambda value: isinstance(value, list),
+    )
+    return env
+
+
+def _join(items: Any, separator: str = "") -> str:
+    """Join already-rendered code fragments (registered as the only `join`)."""
+    return separator.join(items)
+
+
+def render(template: Template, *, name: str, source: str, regenerate: str | None) -> str:
+    """The module's source, as rendered (before formatting)."""
+    automaton = build_automaton(template)
+    field_names = derive_names(template.fields)
+    by_field = {item.field.name: item for item in field_names}
+    states = [_state_context(plan, by_field, automaton) for plan in automaton.states]
+    state_of = {item.plan.field.name: item for item in states if item.plan.field is not None and not item.plan.implicit}
+    start = states[-1]
+    return (
+        _environment()
+        .get_template("module.py.j2")
+        .render(
+            version=__version__,
+            name=name,
+            source=source,
+            sha256=template.sha256,
+            regenerate=regenerate,
+            template=template,
+            automaton=automaton,
+            fields=field_names,
+            by_field=by_field,
+            states=states,
+            state_of=state_of,
+            start=start,
+            deferred_errors=DEFERRED_ERRORS,
+            profiles={w.delimiter.pattern: w.profile for st in automaton.states for w in st.watches if w.profile},
+            uses_regex=_needs_regex(template, field_names),
+            uses_re=any(item.stop for item in states),
+            required=tuple(f.name for f in template.fields if not f.optional),
+            default_keys=set(template.defaults),
+            runtime_imports=_runtime_imports(template, field_names, states),
+        )
+    )
+
+
+def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
+    """Whether the module compiles patterns (a literal-only template never imports regex)."""
+    delimiters = [delim for f in template.fields for delim in (f.open, f.close) if delim is not None]
+    if any(delim.pattern is not None for delim in [*delimiters, template.start_anchor]):
+        return True
+    for names in fields:
+        for plan in names.content.walk():
+            if isinstance(plan.plan, XmlInlineContent) or (
+                isinstance(plan.plan, JsonContent) and plan.plan.string_delims and not isinstance(plan.plan.string_delims, Deferred)
+            ):
+                return True
+            if isinstance(plan.plan, Deferred) and plan.plan.error == "regex.error":
+                return True
+    return False
+
+
+def _state_context(plan: StatePlan, by_field: dict[str, FieldNames], automaton: Automaton) -> StateContext:
+    names = by_field[plan.field.name] if plan.field is not None else None
+    constant = names.state if names is not None else "SINK"
+    stop_chars = plan.stop_chars
+    feed = None
+    stop = None
+    if stop_chars is not None:
+        feed = names.feed if names is not None else "_outside_regions"
+        if len(stop_chars) > MAX_INLINE_STOP_CHARS:
+            stop = f"{names.upper}_STOP" if names is not None else "SINK_STOP"
+    return StateContext(plan=plan, names=names, constant=constant, feed=feed, stop=stop)
+
+
+def _runtime_imports(template: Template, fields: list[FieldNames], states: list[StateContext]) -> list[str]:
+    used = {"CompiledParser", "Event", "State"}
+    for state in states:
+        for watch in state.plan.watches:
+            used.add(watch.kind.upper())
+            used.add("LiteralDelimiter" if watch.delimiter.is_literal else "RegexDelimiter")
+    used.add("after_last_literal" if template.start_anchor.is_literal else "after_last_match")
+    for names in fields:
+        f = names.field
+        for plan in names.content.walk():
+            if isinstance(plan.plan, JsonContent):
+                used.add("parse_json")
+                if isinstance(plan.plan.string_delims, Deferred):
+                    used.add("Defect")
+            elif isinstance(plan.plan, XmlInlineContent):
+                used.add("parse_xml_inline")
+            elif isinstance(plan.plan, KvLinesContent):
+                used.add("parse_kv_lines")
+        if f.join is not None:
+            used.add("require_str")
+        if f.transform_each:
+            used.add("each_item")
+        for placeholder in _placeholders(f.transform):
+            if f.transform_each or placeholder.root != "content":
+                used.add("lookup")
+            if placeholder.keys:
+                used.add("dig")
+    # isort's order: CONSTANTS, then Classes, then functions
+    return sorted(used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name))
+
+
+def _placeholders(node: Any) -> list[Placeholder]:
+    if isinstance(node, Placeholder):
+        return [node]
+    if isinstance(node, dict):
+        return [item for value in node.values() for item in _placeholders(value)]
+    if isinstance(node, list):
+        return [item for value in node for item in _placeholders(value)]
+    return []
+
+
+def format_source(source: str) -> str:
+    """black, in-process, with the project's settings."""
+    import black
+
+    mode = black.Mode(line_length=LINE_LENGTH, target_versions={black.TargetVersion.PY310})
+    return black.format_str(source, mode=mode)
+
+
+def check_source(source: str, label: str) -> None:
+    """Refuse to hand out source that does not parse."""
+    ast.parse(source, filename=label)
+

@@ -1,0 +1,144 @@
+"""The intermediate representation: a validated template as frozen dataclasses.
+
+`compiler.spec` builds it from the template dict; `compiler.automaton` and
+`compiler.emit` read it. Nothing downstream looks at the raw dict again, except to embed
+it verbatim as the module's TEMPLATE constant.
+
+    Template
+      fields: Field ...           in template order
+        open / close: Delimiter   literals or a regex, with its key path
+        plan: ContentPlan         TextContent | JsonContent | XmlInlineContent
+                                  | KvLinesContent | Deferred
+        transform: transform tree (JSON values with Placeholder leaves)
+      start_anchor: Delimiter
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+
+@dataclass(frozen=True)
+class Delimiter:
+    """An open, close or start anchor: literal strings, or one regex pattern."""
+
+    path: str
+    literals: tuple[str, ...] | None  # deduplicated, in template order
+    pattern: str | None = None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literals is not None
+
+    @property
+    def ordered(self) -> tuple[str, ...]:
+        """Literals longest first (stable): the order the reference's alternation tries."""
+        assert self.literals is not None
+        return tuple(sorted(self.literals, key=len, reverse=True))
+
+    @property
+    def can_extend(self) -> bool:
+        """Whether one literal is a proper prefix of another (a match could still grow)."""
+        literals = self.literals or ()
+        return any(a != b and a.startswith(b) for a in literals for b in literals)
+
+    @property
+    def holdback(self) -> frozenset[str]:
+        """Buffer suffixes to hold back: the proper, non-empty prefixes of the literals."""
+        return frozenset(literal[:end] for literal in self.literals or () for end in range(1, len(literal)))
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A template value the reference accepts at load time but fails on when it is used.
+
+    `error` names the exception class it raises then ("AttributeError", "regex.error"...);
+    `truthy` is the truth value of the original template value, which the reference
+    tests before it fails.
+    """
+
+    error: str
+    message: str
+    truthy: bool = True
+
+
+@dataclass(frozen=True)
+class TextContent:
+    """text, int, float or bool: strip (or not), then convert."""
+
+    kind: str
+    strip: bool = True
+
+
+@dataclass(frozen=True)
+class JsonContent:
+    unquoted_keys: bool = False
+    # The `OPEN(.*?)CLOSE` regex for each string delimiter pair, or the failure to make them.
+    string_delims: tuple[str, ...] | Deferred = ()
+    allow_non_json: bool = False
+    strip: bool = True
+
+
+@dataclass(frozen=True)
+class XmlInlineContent:
+    tag_pattern: str
+    value_parser: ContentPlan | None = None
+    merge_duplicates: bool = False
+
+
+@dataclass(frozen=True)
+class KvLinesContent:
+    line_sep: Any = "\n"  # any JSON value: the reference uses it as given
+    kv_sep: Any = ":"
+    strip: bool = True
+    value_parser: ContentPlan | None = None
+
+
+ContentPlan = Union[TextContent, JsonContent, XmlInlineContent, KvLinesContent, Deferred]
+
+# Content parsers whose chunks are part of the final value (region_chunk dirty=False).
+STREAMABLE = frozenset({"text", "int", "float", "bool"})
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """A whole-string `{root.key...}` in a transform."""
+
+    path: str
+    root: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    index: int
+    path: str  # "fields.thinking", or fields["tool calls"] for names that need quoting
+    open: Delimiter | None
+    close: Delimiter | None
+    content: str
+    plan: ContentPlan
+    repeats: bool
+    join: str | None
+    optional: bool
+    transform: Any  # transform tree with Placeholder leaves; None when absent
+    transform_each: bool
+
+    @property
+    def implicit(self) -> bool:
+        return self.open is None
+
+    @property
+    def dirty(self) -> bool:
+        return self.content not in STREAMABLE
+
+
+@dataclass(frozen=True)
+class Template:
+    fields: tuple[Field, ...]
+    implicit: Field | None
+    defaults: dict[str, Any]
+    start_anchor: Delimiter
+    raw: dict[str, Any]
+    sha256: str

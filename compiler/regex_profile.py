@@ -1,0 +1,198 @@
+"""Classify a delimiter regex: how far it looks left, and which characters can start it.
+
+Two facts let the generated parser avoid work without changing any result:
+
+- `lookbehind`: how many characters before the search position the pattern may inspect
+  (`^`, `\\b`, look-behind). The parser keeps that much already-routed text as left
+  context and drops the rest, so a feed costs O(chunk). None means "cannot bound it":
+  nothing is ever dropped.
+- `first_chars`: every non-empty match starts with one of these characters. A chunk that
+  contains none of them cannot start a match, so the parser can route it without
+  searching. None means the pattern can start anywhere (or match empty) and must always
+  be searched.
+
+Patterns are parsed with the standard library's regex parser. It reads a large common
+subset of the `regex` module's syntax the same way; anything outside that subset (regex-
+only syntax, POSIX classes, fuzzy `{e<=1}` quantifiers, verbose or case-insensitive
+flags) gets the safe answer: None for both.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+try:  # Python 3.11+
+    import re._constants as sre
+    import re._parser as sre_parse
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre  # type: ignore[no-redef]
+    import sre_parse  # type: ignore[no-redef]
+
+# Look-behind wider than this is treated as unbounded: keeping it would cost more than it saves.
+MAX_CONTEXT = 4096
+# Character classes larger than this are not worth a prefilter.
+MAX_CLASS = 256
+
+_LEFT_LOOKING = {
+    sre.AT_BEGINNING,
+    sre.AT_BEGINNING_LINE,
+    sre.AT_BEGINNING_STRING,
+    sre.AT_BOUNDARY,
+    sre.AT_NON_BOUNDARY,
+    sre.AT_LOC_BOUNDARY,
+    sre.AT_LOC_NON_BOUNDARY,
+    sre.AT_UNI_BOUNDARY,
+    sre.AT_UNI_NON_BOUNDARY,
+}
+_REPEATS = {sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT)}
+_QUANTIFIER = re.compile(r"\{\d*(?:,\d*)?\}")
+
+
+@dataclass(frozen=True)
+class RegexProfile:
+    lookbehind: int | None
+    first_chars: frozenset[str] | None
+
+    @property
+    def kind(self) -> str:
+        """`prefiltered` (a first-character test can skip it) or `always-searched`."""
+        return "always-searched" if self.first_chars is None else "prefiltered"
+
+
+UNKNOWN = RegexProfile(lookbehind=None, first_chars=None)
+
+
+def profile(pattern: str) -> RegexProfile:
+    if not _in_common_subset(pattern):
+        return UNKNOWN
+    try:
+        tree = sre_parse.parse(pattern, re.DOTALL)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return UNKNOWN
+    if tree.state.flags & (re.VERBOSE | re.LOCALE):
+        return UNKNOWN
+    lookbehind = _lookbehind(list(tree))
+    if tree.state.flags & re.IGNORECASE:
+        return RegexProfile(lookbehind=lookbehind, first_chars=None)
+    chars, nullable = _first(list(tree))
+    return RegexProfile(lookbehind=lookbehind, first_chars=None if nullable or not chars else frozenset(chars))
+
+
+def _in_common_subset(pattern: str) -> bool:
+    """Reject syntax that `re` and `regex` could read differently."""
+    if any(token in pattern for token in ("[:", "[=", "[.")):
+        return False  # POSIX classes in regex, literal text in re
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "{" and not _QUANTIFIER.match(pattern, index):
+            return False  # regex reads e.g. {e<=1} as a fuzzy-match constraint
+        index += 1
+    return True
+
+
+def _lookbehind(items: list[Any]) -> int | None:
+    need = 0
+    for op, av in items:
+        if op is sre.AT:
+            if av in _LEFT_LOOKING:
+                need = max(need, 1)
+            continue
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            direction, sub = av
+            inner = _lookbehind(list(sub))
+            if inner is None:
+                return None
+            if direction < 0:
+                width = sub.getwidth()[1]
+                if width > MAX_CONTEXT:
+                    return None
+                inner += width
+            need = max(need, inner)
+            continue
+        for sub in _children(op, av):
+            inner = _lookbehind(sub)
+            if inner is None:
+                return None
+            need = max(need, inner)
+    return need if need <= MAX_CONTEXT else None
+
+
+def _children(op: Any, av: Any) -> list[list[Any]]:
+    """The sub-sequences nested in one parse-tree item."""
+    if op is sre.SUBPATTERN:
+        return [list(av[-1])]
+    if op is sre.BRANCH:
+        return [list(alternative) for alternative in av[1]]
+    if op in _REPEATS:
+        return [list(av[2])]
+    if op is getattr(sre, "ATOMIC_GROUP", None):
+        return [list(av)]
+    if op is sre.GROUPREF_EXISTS:
+        return [list(branch) for branch in av[1:] if branch is not None]
+    return []
+
+
+def _first(items: list[Any]) -> tuple[set[str] | None, bool]:
+    """The characters a match of `items` can start with, and whether it can be empty."""
+    chars: set[str] = set()
+    for op, av in items:
+        head, nullable = _first_of(op, av)
+        if head is None:
+            return None, True
+        chars |= head
+        if not nullable:
+            return chars, False
+    return chars, True
+
+
+def _first_of(op: Any, av: Any) -> tuple[set[str] | None, bool]:
+    if op is sre.LITERAL:
+        return {chr(av)}, False
+    if op is sre.IN:
+        return _class_chars(av), False
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
+        return set(), True  # zero-width: the match goes on at the same position
+    if op is sre.SUBPATTERN:
+        add_flags = av[1]
+        if add_flags & (re.IGNORECASE | re.VERBOSE | re.LOCALE):
+            return None, True
+        return _first(list(av[-1]))
+    if op is getattr(sre, "ATOMIC_GROUP", None):
+        return _first(list(av))
+    if op is sre.BRANCH:
+        chars: set[str] = set()
+        any_nullable = False
+        for alternative in av[1]:
+            head, nullable = _first(list(alternative))
+            if head is None:
+                return None, True
+            chars |= head
+            any_nullable = any_nullable or nullable
+        return chars, any_nullable
+    if op in _REPEATS:
+        low, high, sub = av
+        if high == 0:
+            return set(), True
+        head, nullable = _first(list(sub))
+        return head, nullable or low == 0
+    return None, True  # any character, backreferences, conditionals: unknown
+
+
+def _class_chars(items: list[Any]) -> set[str] | None:
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre.LITERAL:
+            chars.add(chr(av))
+        elif op is sre.RANGE and av[1] - av[0] < MAX_CLASS:
+            chars.update(chr(code) for code in range(av[0], av[1] + 1))
+        else:
+            return None  # negation, categories (\d, \w), big ranges
+        if len(chars) > MAX_CLASS:
+            return None
+    return chars

@@ -1,0 +1,31 @@
+"""Run-time support for compiled response parsers.
+
+Generated modules subclass `CompiledParser` and declare their automaton with the classes
+of `runtime.automaton`; the content parsers, transform helpers and tool-schema coercion
+they call live in the sibling modules. Only `regex` is required at run time.
+"""
+
+from .automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
+from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
+from .parser import CompiledParser, Event, after_last_literal, after_last_match, require_str
+from .transform import dig, each_item, lookup
+
+__all__ = [
+    "CLOSE",
+    "OPEN",
+    "CompiledParser",
+    "Defect",
+    "Event",
+    "LiteralDelimiter",
+    "RegexDelimiter",
+    "State",
+    "after_last_literal",
+    "after_last_match",
+    "dig",
+    "each_item",
+    "lookup",
+    "parse_json",
+    "parse_kv_lines",
+    "parse_xml_inline",
+    "require_str",
+]

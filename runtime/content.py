@@ -1,0 +1,131 @@
+"""Content parsers that generated `_close_<field>` methods call with baked-in arguments.
+
+text, int, float and bool are one expression each and are written inline by the
+compiler. The structured parsers live here; every argument arrives already resolved
+(truthiness applied, patterns compiled at import), so a call does no template lookups.
+Their results and exceptions are those of the reference's parsers for the same input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import regex
+
+ValueParser = Callable[[Any], Any]
+
+# Placeholders for strings lifted out by `string_delims`, made of control characters no
+# model writes; a body that contains them is refused rather than mis-parsed.
+_LIFT_OPEN, _LIFT_CLOSE = "\x01", "\x02"
+_BARE_KEY = regex.compile(r"(?<=[{,])(\w+):")
+
+
+class Defect:
+    """A template value the reference accepts at load time but fails on when used.
+
+    The compiler turns such values into a Defect, so that the generated parser raises the
+    same exception class at the same step instead of refusing the template. It is
+    callable (as a broken `value_parser`) and raisable (as broken `string_delims`);
+    `truthy` keeps the truth value of the original template value.
+    """
+
+    __slots__ = ("error", "message", "truthy")
+
+    def __init__(self, error: type[Exception], message: str, *, truthy: bool = True) -> None:
+        self.error = error
+        self.message = message
+        self.truthy = truthy
+
+    def __bool__(self) -> bool:
+        return self.truthy
+
+    def __call__(self, raw: Any) -> Any:
+        raise self.error(self.message)
+
+
+def parse_json(
+    text: str,
+    *,
+    unquoted_keys: bool = False,
+    string_delims: tuple[Any, ...] | Defect = (),
+    allow_non_json: bool = False,
+    strip: bool = True,
+) -> Any:
+    """JSON, with the dialect knobs of the `json` content parser.
+
+    `string_delims` holds one compiled `OPEN(.*?)CLOSE` pattern per custom string
+    delimiter pair. `strip` applies to the raw-text fallback of `allow_non_json`.
+    """
+    if string_delims and (_LIFT_OPEN in text or _LIFT_CLOSE in text):
+        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
+    if isinstance(string_delims, Defect):
+        string_delims(text)
+    working = text
+    lifted: list[str] = []
+    for pattern in string_delims:
+
+        def lift(match: Any) -> str:
+            lifted.append(match.group(1))
+            return f"{_LIFT_OPEN}{len(lifted) - 1}{_LIFT_CLOSE}"
+
+        working = pattern.sub(lift, working)
+    if unquoted_keys:
+        working = _BARE_KEY.sub(r'"\1":', working)
+    for index, value in enumerate(lifted):
+        working = working.replace(f"{_LIFT_OPEN}{index}{_LIFT_CLOSE}", json.dumps(value))
+    try:
+        return json.loads(working)
+    except json.JSONDecodeError as error:
+        if allow_non_json:
+            return text.strip() if strip else text
+        if working == text:
+            raise ValueError(f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}") from error
+        raise ValueError(
+            f"json: could not parse after dialect transforms.\n"
+            f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+        ) from error
+
+
+def parse_xml_inline(
+    text: str, tag_pattern: Any, *, value_parser: ValueParser | None = None, merge_duplicates: bool = False
+) -> dict[str, Any]:
+    """A flat run of tags into a dict: the `key` and `value` groups of each tag match."""
+    out: dict[str, Any] = {}
+    for match in tag_pattern.finditer(text):
+        groups = match.groupdict()
+        key = groups.get("key")
+        if key is None:
+            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern.pattern}")
+        raw = groups.get("value", "")
+        value = raw if value_parser is None else value_parser(raw)
+        if key in out and merge_duplicates:
+            if not isinstance(out[key], list):
+                out[key] = [out[key]]
+            out[key].append(value)
+        else:
+            out[key] = value
+    return out
+
+
+def parse_kv_lines(
+    text: str,
+    *,
+    line_sep: Any = "\n",
+    kv_sep: Any = ":",
+    strip: bool = True,
+    value_parser: ValueParser | None = None,
+) -> dict[str, Any]:
+    """`key<kv_sep>value` pairs, one per `line_sep`; lines without kv_sep are skipped."""
+    out: dict[str, Any] = {}
+    for line in text.split(line_sep):
+        if strip:
+            line = line.strip()
+        if not line or kv_sep not in line:
+            continue
+        key, value = line.split(kv_sep, 1)
+        if strip:
+            key, value = key.strip(), value.strip()
+        out[key] = value if value_parser is None else value_parser(value)
+    return out

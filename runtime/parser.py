@@ -1,0 +1,294 @@
+"""The base class every generated parser subclasses: the streaming contract and scan loop.
+
+A generated module supplies the per-model parts as class attributes and methods: its
+states (`START`, each with its delimiter automaton and fast path), one `_close_<field>`
+method per field, the start anchor, the defaults and the required fields. This class
+supplies what is the same for every model: the scan loop of DESIGN.md ("One scan step"),
+event routing, finalisation, and the public API.
+
+Event-for-event compatibility with transformers 5.23.0 is the contract; the tests check
+it differentially. Two things differ by design and change no event:
+- the buffer is a window (held-back text plus the left context regex delimiters may look
+  behind into), so a feed costs O(chunk), not O(stream);
+- the progress rule below, which stops where the reference would loop forever.
+
+Progress rule: within one feed() or finalize() call, the scan loop never revisits a
+configuration (position, state, opened). The reference's next step is a function of that
+configuration, so a repeat means it would cycle forever (zero-width delimiters, e.g. an
+open_pattern and close_pattern that are both `$`). We stop at the repeat, exactly as the
+reference itself stops after a zero-width close of a region that never opened; the text
+from that position on stays unrouted, as it does in the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from types import MethodType
+from typing import Any, ClassVar
+
+from .automaton import OPEN, State
+from .tools import coerce_tool_calls, tool_parameters
+
+Event = dict[str, Any]
+
+# finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
+# feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
+_FINALIZED = "\x00<finalized>"
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
+
+
+class CompiledParser:
+    """Streaming parser for one response template (see the generated subclass)."""
+
+    # Supplied by the generated subclass.
+    START: ClassVar[State]
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    DEFAULT_KEYS: ClassVar[frozenset[str]] = frozenset()
+    # Characters of already-routed text that regex delimiters may look behind into
+    # (`^`, `\b`, look-behind); None when that cannot be bounded, so nothing is dropped.
+    CONTEXT: ClassVar[int | None] = 0
+
+    initial_events: list[Event]
+
+    def __init__(
+        self, prefix: str | None = None, *, tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None
+    ) -> None:
+        if prefix is None:
+            raise ValueError(
+                "prefix is required: pass the chat prompt that preceded generation, because chat "
+                "templates often pre-write part of the assistant message (an opening <think>, "
+                'a prefill). If the generation holds the complete message, pass prefix="".'
+            )
+        self._tool_params = tool_parameters(tools)
+        self._output: dict[str, Any] = self._new_output()
+        self._state = self.START
+        self._opened = False
+        self._parts: list[str] = []
+        self._captures: dict[str, Any] = {}
+        self._pending = ""
+        self._context = ""
+        self._buf = ""
+        self._pos = 0
+        self._finalized = False
+        self.initial_events = []
+        self.feed = self._scan_feed  # type: ignore[method-assign]
+        if prefix:
+            tail = self._after_last_anchor(prefix)
+            if tail:
+                self._run(tail, self.initial_events, eos=False)
+
+    # -- public API ------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[Event]:  # replaced per instance, see _run
+        """Feed generated text; return the events it completes.
+
+        Each instance rebinds `feed` to its current state's generated fast path, so this
+        class-level definition only documents the contract.
+        """
+        return self._scan_feed(text)
+
+    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
+        """End the stream: flush, close every open region, return (message, events)."""
+        if self._finalized:
+            raise RuntimeError("parser already finalized")
+        events: list[Event] = []
+        self._run("", events, eos=True)
+        output = self._output
+        missing = [name for name in self.REQUIRED if name not in output]
+        if missing:
+            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+        keep = self.DEFAULT_KEYS
+        output = {key: value for key, value in output.items() if key in keep or not _is_empty(value)}
+        self._output = output
+        self._finalized = True
+        self._pending = _FINALIZED
+        return output, events
+
+    @classmethod
+    def parse(
+        cls, text: str, *, prefix: str | None, tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None
+    ) -> dict[str, Any]:
+        """Parse one complete generation; return the message dict."""
+        parser = cls(prefix, tools=tools)
+        parser.feed(text)
+        return parser.finalize()[0]
+
+    # -- supplied by the generated subclass ------------------------------------------------
+
+    def _new_output(self) -> dict[str, Any]:
+        """A fresh copy of the template's `defaults`."""
+        return {}
+
+    # -- scanning --------------------------------------------------------------------
+
+    def _after_last_anchor(self, prefix: str) -> str:
+        """The prefix cut just after the last start-anchor match (whole prefix if none)."""
+        raise NotImplementedError  # generated
+
+    def _scan_feed(self, text: str) -> list[Event]:
+        """The general path of feed(): scan the held-back text plus this chunk."""
+        if self._finalized:
+            raise RuntimeError("parser already finalized")
+        events: list[Event] = []
+        self._run(text, events, eos=False)
+        return events
+
+    def _run(self, text: str, events: list[Event], eos: bool) -> None:
+        context = self._context
+        buf = context + self._pending
+        if text:
+            buf += text
+        self._buf = buf
+        self._pos = len(context)
+        try:
+            self._process(events, eos)
+        finally:
+            buf, pos = self._buf, self._pos
+            self._pending = buf[pos:]
+            keep = self.CONTEXT
+            if keep is None:
+                self._context = buf[:pos]
+            elif keep:
+                self._context = buf[max(0, pos - keep) : pos]
+            self._buf = ""
+            state = self._state
+            fast = state.feed
+            if fast is not None and (self._opened or not state.implicit):
+                self.feed = MethodType(fast, self)  # type: ignore[method-assign]
+            else:
+                self.feed = self._scan_feed  # type: ignore[method-assign]
+
+    def _process(self, events: list[Event], eos: bool) -> None:
+        """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
+        buf = self._buf
+        size = len(buf)
+        seen_at = -1
+        seen: list[tuple[State, bool]] = []
+        while True:
+            state = self._state
+            pos = self._pos
+            configuration = (state, self._opened)
+            if pos != seen_at:
+                seen_at = pos
+                seen = [configuration]
+            elif configuration in seen:
+                return  # progress rule: the reference would cycle here forever
+            else:
+                seen.append(configuration)
+
+            best = None
+            hold = size
+            for delim in state.delims:
+                hit = delim.search_final(buf, pos) if eos else delim.search(buf, pos)
+                if hit is None:
+                    continue
+                start, end, pending, _ = hit
+                if pending:
+                    if start < hold:
+                        hold = start
+                elif best is None or start < best[0] or (start == best[0] and end - start > best[1] - best[0]):
+                    best = hit
+                    best_delim = delim
+
+            if best is not None and best[0] < hold:
+                start, end, _, match = best
+                if start > pos:
+                    self._accumulate(events, buf[pos:start])
+                self._pos = end
+                if best_delim.kind == OPEN:
+                    self._close_current(events)
+                    self._open(events, best_delim.target, match)  # type: ignore[arg-type]
+                else:
+                    had_content = self._opened
+                    self._close_current(events)
+                    if not had_content and start == end:
+                        return
+                continue
+
+            if eos:
+                if pos < size:
+                    self._accumulate(events, buf[pos:])
+                    self._pos = size
+                self._close_current(events)
+                return
+            if hold > pos:
+                self._accumulate(events, buf[pos:hold])
+                self._pos = hold
+            return
+
+    def _accumulate(self, events: list[Event], text: str) -> None:
+        state = self._state
+        field = state.field
+        if field is None:
+            return  # the null sink
+        if not self._opened:
+            events.append({"type": "region_open", "field": field})
+            self._opened = True
+        self._parts.append(text)
+        events.append({"type": "region_chunk", "field": field, "text": text, "dirty": state.dirty})
+
+    def _open(self, events: list[Event], state: State, match: Any) -> None:
+        self._state = state
+        if match is None:
+            self._captures = {}
+        else:
+            self._captures = {key: value for key, value in match.groupdict().items() if value is not None}
+        self._parts = []
+        self._opened = True
+        events.append({"type": "region_open", "field": state.field})
+
+    def _close_current(self, events: list[Event]) -> None:
+        if self._opened:
+            self._state.close(self, events)  # type: ignore[misc]
+        self._state = self.START
+        self._captures = {}
+        self._parts = []
+        self._opened = False
+
+    def _coerce(self, value: Any) -> Any:
+        """Cast tool-call arguments with the tools' JSON schemas, when tools were given."""
+        if self._tool_params:
+            return coerce_tool_calls(value, self._tool_params)
+        return value
+
+
+def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
+    """What follows the last start-anchor match, for a literal anchor (longest first).
+
+    Matches are found left to right without overlapping, as `finditer` on the reference's
+    alternation finds them; with no match the whole prefix is kept.
+    """
+    end = None
+    pos = 0
+    # Next occurrence of each literal at or after `pos`; -1 once it has none left.
+    ahead = [prefix.find(literal, 0) for literal in literals]
+    while True:
+        start = -1
+        length = 0
+        for index, literal in enumerate(literals):
+            found = ahead[index]
+            if found != -1 and found < pos:
+                found = ahead[index] = prefix.find(literal, pos)
+            if found != -1 and (start == -1 or found < start):
+                start, length = found, len(literal)
+        if start == -1:
+            return prefix if end is None else prefix[end:]
+        end = pos = start + length
+
+
+def after_last_match(prefix: str, pattern: Any) -> str:
+    """What follows the last match of a `start_anchor_pattern` (the whole prefix if none)."""
+    end = None
+    for match in pattern.finditer(prefix):
+        end = match.end()
+    return prefix if end is None else prefix[end:]
+
+
+def require_str(value: Any, field: str) -> str:
+    """`join` concatenates strings only."""
+    if not isinstance(value, str):
+        raise ValueError(f"Field {field!r}: 'join' requires each match to parse to a string, got {type(value).__name__}.")
+    return value
