@@ -55,6 +55,12 @@ class PlanNames:
             Deferred: "deferred",
         }[type(self.plan)]
 
+    @property
+    def has_constants(self) -> bool:
+        """Whether the plan needs module constants (a compiled tag pattern, string delimiters)."""
+        plan = self.plan
+        return isinstance(plan, XmlInlineContent) or (isinstance(plan, JsonContent) and bool(plan.string_delims))
+
     def walk(self) -> list[PlanNames]:
         """This plan and every nested value parser, innermost last."""
         return [self] + (self.value.walk() if self.value else [])
@@ -168,10 +174,12 @@ def _environment() -> Any:
         "comment": comment,
         "ident": identifier,
         "join": _join,
+        "char_list": _char_list,
         # text-shaping builtins, only ever applied to compiler-made strings
         "length": builtins["length"],
         "sort": builtins["sort"],
         "trim": builtins["trim"],
+        "trim_end": str.rstrip,
         "upper": builtins["upper"],
     }
     env.tests.update(
@@ -180,6 +188,11 @@ def _environment() -> Any:
         list=lambda value: isinstance(value, list),
     )
     return env
+
+
+def _char_list(chars: Any) -> str:
+    """Characters for a comment: each as an escaped repr, joined with "or"."""
+    return " or ".join(ascii(char) for char in sorted(chars))
 
 
 def _join(items: Any, separator: str = "") -> str:

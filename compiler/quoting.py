@@ -19,11 +19,22 @@ class QuotingError(ValueError):
     """A value that cannot be written as a Python literal."""
 
 
-def quote(value: Any) -> str:
-    text = _literal(value)
+def quote(value: Any, *, raw: bool = False) -> str:
+    """`value` as a Python literal; `raw=True` prefers r"..." for a regex pattern when that
+    spells the same string (no quotes, line breaks or other control characters)."""
+    text = _raw(value) if raw and isinstance(value, str) else None
+    if text is None:
+        text = _literal(value)
     if not _same(ast.literal_eval(text), value):
         raise QuotingError(f"literal does not round-trip: {value!r}")
     return text
+
+
+def _raw(value: str) -> str | None:
+    trailing = len(value) - len(value.rstrip("\\"))
+    if '"' in value or trailing % 2 or not all(" " <= char <= "~" for char in value):
+        return None
+    return f'r"{value}"'
 
 
 def _literal(value: Any) -> str:
@@ -36,7 +47,8 @@ def _literal(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_literal(item) for item in value) + "]"
     if isinstance(value, tuple):
-        return "(" + "".join(_literal(item) + ", " for item in value) + ")"
+        items = [_literal(item) for item in value]
+        return f"({items[0]},)" if len(items) == 1 else "(" + ", ".join(items) + ")"
     if isinstance(value, (set, frozenset)):
         if not value:
             raise QuotingError("an empty set has no literal; write frozenset()")

@@ -46,7 +46,7 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",)
 
 # fields.content.open
@@ -73,7 +73,6 @@ CONTENT_OPEN_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.content.close
 CONTENT_CLOSE = "<|END_RESPONSE|>"
 CONTENT_CLOSE_HOLDBACK = frozenset(
@@ -95,7 +94,6 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
         "<|END_RESPONSE|",
     }
 )
-
 
 # fields.thinking.open
 THINKING_OPEN = "<|START_THINKING|>"
@@ -121,7 +119,6 @@ THINKING_OPEN_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.thinking.close
 THINKING_CLOSE = "<|END_THINKING|>"
 THINKING_CLOSE_HOLDBACK = frozenset(
@@ -144,7 +141,6 @@ THINKING_CLOSE_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<|START_ACTION|>"
 TOOL_CALLS_OPEN_HOLDBACK = frozenset(
@@ -166,7 +162,6 @@ TOOL_CALLS_OPEN_HOLDBACK = frozenset(
         "<|START_ACTION|",
     }
 )
-
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|END_ACTION|>"
@@ -201,6 +196,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.content

@@ -44,18 +44,16 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("Assistant:",)
 
 # fields.thinking.open_pattern
-# Can start anywhere (or match empty): searched on every scan.
-THINKING_OPEN_RE = regex.compile("(?:^|<think>\\s*)", regex.DOTALL)
-
+# Can start anywhere or match empty, so it is searched on every scan.
+THINKING_OPEN_RE = regex.compile(r"(?:^|<think>\s*)", regex.DOTALL)
 
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
 THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
-
 
 # fields.content.open
 CONTENT_OPEN = "<response>\n"
@@ -63,18 +61,15 @@ CONTENT_OPEN_HOLDBACK = frozenset(
     {"<", "<r", "<re", "<res", "<resp", "<respo", "<respon", "<respons", "<response", "<response>"}
 )
 
-
 # fields.content.close_pattern
-# Every match starts with one of '\n<'
-CONTENT_CLOSE_RE = regex.compile("\\n?</response>", regex.DOTALL)
-
+# Prefilter: every match starts with '\n' or '<'.
+CONTENT_CLOSE_RE = regex.compile(r"\n?</response>", regex.DOTALL)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_OPEN_HOLDBACK = frozenset(
     {"<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call"}
 )
-
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "</tool_call>"
@@ -107,6 +102,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

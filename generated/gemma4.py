@@ -49,11 +49,8 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
-START_ANCHOR = (
-    "<tool_response|>",
-    "<|turn>model\n",
-)
+# start_anchor (longest first, as the reference tries them)
+START_ANCHOR = ("<tool_response|>", "<|turn>model\n")
 
 # fields.thinking.open
 THINKING_OPEN = "<|channel>thought\n"
@@ -79,18 +76,15 @@ THINKING_OPEN_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.thinking.close
 THINKING_CLOSE = "<channel|>"
 THINKING_CLOSE_HOLDBACK = frozenset(
     {"<", "<c", "<ch", "<cha", "<chan", "<chann", "<channe", "<channel", "<channel|"}
 )
 
-
 # fields.tool_calls.open_pattern
-# Every match starts with one of <
-TOOL_CALLS_OPEN_RE = regex.compile("<\\|tool_call>call:(?P<name>\\w+)", regex.DOTALL)
-
+# Prefilter: every match starts with '<'.
+TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>\w+)", regex.DOTALL)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<tool_call|>"
@@ -110,17 +104,11 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.tool_calls.content_args.string_delims
 TOOL_CALLS_STRING_DELIMS = (regex.compile('<\\|"\\|>(.*?)<\\|"\\|>', regex.DOTALL),)
 
-
-# fields.content.close
-CONTENT_CLOSE = (
-    "<|tool_response>",
-    "<turn|>",
-    "<eos>",
-)  # longest first, as the reference tries them
+# fields.content.close (longest first, as the reference tries them)
+CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
 CONTENT_CLOSE_HOLDBACK = frozenset(
     {
         "<",
@@ -162,6 +150,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

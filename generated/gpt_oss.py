@@ -52,7 +52,7 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("<|start|>assistant",)
 
 # fields.thinking.open
@@ -91,11 +91,9 @@ THINKING_OPEN_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.thinking.close
 THINKING_CLOSE = "<|end|>"
 THINKING_CLOSE_HOLDBACK = frozenset({"<", "<|", "<|e", "<|en", "<|end", "<|end|"})
-
 
 # fields.content.open
 CONTENT_OPEN = "<|channel|>final<|message|>"
@@ -130,18 +128,15 @@ CONTENT_OPEN_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.content.close
 CONTENT_CLOSE = "<|end|>"
 CONTENT_CLOSE_HOLDBACK = frozenset({"<", "<|", "<|e", "<|en", "<|end", "<|end|"})
 
-
 # fields.tool_calls.open_pattern
-# Every match starts with one of <
+# Prefilter: every match starts with '<'.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    "<\\|channel\\|>commentary to=functions\\.(?P<name>\\w+).*?<\\|message\\|>", regex.DOTALL
+    r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
 )
-
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|call|>"
@@ -160,6 +155,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

@@ -61,15 +61,14 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("<|message_model|>",)
 
 # fields.thinking.open_pattern
-# Can start anywhere (or match empty): searched on every scan.
+# Can start anywhere or match empty, so it is searched on every scan.
 THINKING_OPEN_RE = regex.compile(
-    "(?:<\\|message_model\\|>)?[^<]*<\\|content_thinking\\|>", regex.DOTALL
+    r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>", regex.DOTALL
 )
-
 
 # fields.thinking.close
 THINKING_CLOSE = "<|end_message|>"
@@ -92,11 +91,9 @@ THINKING_CLOSE_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.content.open_pattern
-# Can start anywhere (or match empty): searched on every scan.
-CONTENT_OPEN_RE = regex.compile("(?:<\\|message_model\\|>)?[^<]*<\\|content_text\\|>", regex.DOTALL)
-
+# Can start anywhere or match empty, so it is searched on every scan.
+CONTENT_OPEN_RE = regex.compile(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_message|>"
@@ -119,13 +116,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.tool_calls.open_pattern
-# Can start anywhere (or match empty): searched on every scan.
+# Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    "(?:<\\|message_model\\|>)?[^<]*<\\|content_invoke_tool_json\\|>", regex.DOTALL
+    r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>", regex.DOTALL
 )
-
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|end_message|>"
@@ -161,6 +156,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

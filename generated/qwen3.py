@@ -52,23 +52,20 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
 THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
-
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
 THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
-
 # fields.tool_calls.open_pattern
-# Every match starts with one of <
-TOOL_CALLS_OPEN_RE = regex.compile("<tool_call>\\s*<function=(?P<name>\\w+)>", regex.DOTALL)
-
+# Prefilter: every match starts with '<'.
+TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_call>\s*<function=(?P<name>\w+)>", regex.DOTALL)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "</tool_call>"
@@ -88,10 +85,9 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
     }
 )
 
-
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
-    "<parameter=(?P<key>\\w+)>\\s*(?P<value>.*?)\\s*</parameter>", regex.DOTALL
+    r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", regex.DOTALL
 )
 
 
@@ -112,6 +108,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

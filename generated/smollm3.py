@@ -41,25 +41,22 @@ TEMPLATE: dict[str, Any] = {
     },
 }
 
-# start_anchor
+# start_anchor (longest first, as the reference tries them)
 START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
 THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
-
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
 THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
-
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<tool_call>"
 TOOL_CALLS_OPEN_HOLDBACK = frozenset(
     {"<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call"}
 )
-
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "</tool_call>"
@@ -78,7 +75,6 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
         "</tool_call",
     }
 )
-
 
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
@@ -99,6 +95,7 @@ class Parser(CompiledParser):
         return {"role": "assistant"}
 
     def _after_last_anchor(self, prefix: str) -> str:
+        # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking

@@ -15,9 +15,10 @@ it differentially. Two things differ by design and change no event:
 Progress rule: within one feed() or finalize() call, the scan loop never revisits a
 configuration (position, state, opened). The reference's next step is a function of that
 configuration, so a repeat means it would cycle forever (zero-width delimiters, e.g. an
-open_pattern and close_pattern that are both `$`). We stop at the repeat, exactly as the
-reference itself stops after a zero-width close of a region that never opened; the text
-from that position on stays unrouted, as it does in the reference.
+open_pattern and close_pattern that are both `$`). We stop at the repeat. The reference's
+own rule, which ends the loop after a zero-width close of a region that never opened, is
+the one case of this it handles itself; the text from that position on stays unrouted
+there too.
 """
 
 from __future__ import annotations
@@ -202,10 +203,9 @@ class CompiledParser:
                     self._close_current(events)
                     self._open(events, best_delim.target, match)  # type: ignore[arg-type]
                 else:
-                    had_content = self._opened
+                    # A zero-width close of a region that never opened returns to the same
+                    # configuration: the progress rule ends the call there, as the reference does.
                     self._close_current(events)
-                    if not had_content and start == end:
-                        return
                 continue
 
             if eos:

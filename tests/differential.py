@@ -1,0 +1,122 @@
+"""Differential testing against the reference interpreter (transformers 5.23.0).
+
+A trace is everything a caller can observe: `initial_events` (or the constructor's
+exception), the result of every feed() (events, or the exception class), the result of
+finalize(), and what feed/finalize do after that. `check` runs the reference and a
+compiled parser over the same prefix and chunks and asserts the traces are the same,
+with exception classes compared by subclass (ours may be more specific).
+
+The reference loops forever on some zero-width templates. It runs here with a budget of
+scan steps per call; when the budget runs out, the compiled parser must have finished
+that same call, with the events the reference had emitted so far as a prefix of ours
+reversed: ours stop at the first repeated configuration, so they are a prefix of what the
+reference emitted before the budget ran out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from transformers.utils.chat_parsing import ResponseParser
+
+CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
+
+
+class ReferenceHang(Exception):
+    def __init__(self, events: list[dict[str, Any]]) -> None:
+        super().__init__("reference exceeded its scan budget")
+        self.events = events
+
+
+class BudgetedReference(ResponseParser):
+    """The reference, stopped when one call runs more scan steps than any finite run needs."""
+
+    def _process(self, events: list[dict[str, Any]], eos: bool) -> None:
+        self._budget = (len(self._buffer) - self._pos + 2) * (2 * len(self._spec.fields) + 4) + 50
+        self._events_so_far = events
+        super()._process(events, eos)
+
+    def _scan(self, watch: Any, eos: bool) -> Any:
+        self._budget -= 1
+        if self._budget < 0:
+            raise ReferenceHang(list(self._events_so_far))
+        return super()._scan(watch, eos)
+
+
+def canon(value: Any) -> Any:
+    """A comparable form: types kept (1, 1.0, True differ), dict order kept, NaN equal."""
+    if isinstance(value, dict):
+        return ("dict", [(canon(k), canon(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return ("list", [canon(v) for v in value])
+    if isinstance(value, tuple):
+        return ("tuple", [canon(v) for v in value])
+    if isinstance(value, float) and math.isnan(value):
+        return ("float", "nan")
+    return (type(value).__name__, value)
+
+
+def _step(action: Any) -> tuple[str, Any]:
+    try:
+        return ("ok", canon(action()))
+    except ReferenceHang as hang:
+        return ("hang", canon(hang.events))
+    except Exception as error:  # noqa: BLE001 - the class is the observation
+        return ("raise", type(error))
+
+
+def trace(make: Any, chunks: Sequence[str]) -> list[tuple[str, Any]]:
+    steps: list[tuple[str, Any]] = []
+    holder: list[Any] = []
+
+    def construct() -> Any:
+        holder.append(make())
+        return holder[0].initial_events
+
+    steps.append(_step(construct))
+    if steps[-1][0] != "ok":
+        return steps
+    parser = holder[0]
+    for chunk in chunks:
+        steps.append(_step(lambda: parser.feed(chunk)))
+        if steps[-1][0] == "hang":
+            return steps
+    steps.append(_step(parser.finalize))
+    if steps[-1][0] == "ok":
+        steps.append(_step(lambda: parser.feed("more")))
+        steps.append(_step(parser.finalize))
+    return steps
+
+
+def reference_trace(template: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> list[tuple[str, Any]]:
+    return trace(lambda: BudgetedReference(template, prefix=prefix, tools=tools), chunks)
+
+
+def compiled_trace(parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> list[tuple[str, Any]]:
+    return trace(lambda: parser_cls(prefix, tools=tools), chunks)
+
+
+def assert_same_trace(expected: list[tuple[str, Any]], actual: list[tuple[str, Any]], context: str = "") -> None:
+    for index, (ref, ours) in enumerate(zip(expected, actual)):
+        where = f"step {index} {context}"
+        if ref[0] == "raise":
+            assert ours[0] == "raise", f"{where}: reference raised {ref[1].__name__}, ours gave {ours[1]!r}"
+            assert issubclass(ours[1], ref[1]), f"{where}: reference raised {ref[1].__name__}, ours {ours[1].__name__}"
+        elif ref[0] == "hang":
+            assert ours[0] == "ok", f"{where}: reference loops forever here; ours must finish, gave {ours!r}"
+            ours_events = ours[1][1]
+            ref_events = ref[1][1]
+            assert ours_events == ref_events[: len(ours_events)], f"{where}: events diverge before the reference's loop"
+            return
+        else:
+            assert ours == ref, f"{where}:\n reference: {ref!r}\n ours:      {ours!r}"
+    assert len(expected) == len(actual), f"{context}: traces differ in length: {expected!r} vs {actual!r}"
+
+
+def check(template: Any, parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> None:
+    expected = reference_trace(template, prefix, chunks, tools)
+    actual = compiled_trace(parser_cls, prefix, chunks, tools)
+    assert_same_trace(expected, actual, f"prefix={prefix!r} chunks={list(chunks)!r}")
+    CASES["count"] += 1

@@ -1,0 +1,274 @@
+"""Hypothesis strategies: templates, model outputs built from their delimiters, chunkings.
+
+Outputs are sequences of fragments that matter to a parser: whole delimiters, near-miss
+prefixes of them, strings that match (or almost match) regex delimiters, bodies that do
+and do not parse, unicode and whitespace. Small shared alphabets make delimiters overlap
+and collide, which is where scanners go wrong.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+# -- chunkings --------------------------------------------------------------------------
+
+
+@st.composite
+def chunkings(draw: Any, text: str) -> list[str]:
+    """Whole, one character at a time, or random cuts; sometimes with empty feeds."""
+    mode = draw(st.sampled_from(["whole", "chars", "cuts", "cuts", "cuts"]))
+    if mode == "whole":
+        chunks = [text]
+    elif mode == "chars":
+        chunks = list(text)
+    else:
+        cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
+        bounds = [0, *cuts, len(text)]
+        chunks = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    if draw(st.booleans()):
+        positions = draw(st.lists(st.integers(0, len(chunks)), max_size=3))
+        for position in sorted(positions, reverse=True):
+            chunks.insert(position, "")
+    return chunks
+
+
+# -- text fragments -----------------------------------------------------------------------
+
+TEXT = [
+    "hello",
+    " ",
+    "\n",
+    "  \n ",
+    "x",
+    "42",
+    " 3.5 ",
+    "true",
+    "False",
+    "é",
+    "日本語",
+    "🙂",
+    "\u2028",
+    "a\rb",
+    "<",
+    ">",
+    "|",
+    "</",
+    "\\",
+    '"',
+]
+BODIES = [
+    '{"a": 1}',
+    '{"name": "f", "arguments": {"x": "y", "n": 2}}',
+    '{"name": "get", "args": {"city": "Paris"}}',
+    '[{"tool_name": "t", "parameters": {"q": 1}}]',
+    "[1, 2]",
+    '{"a":',
+    "not json",
+    "{a: 1, b: 'x'}",
+    "NaN",
+    "<p=a>1</p><p=b>two</p>",
+    "<k>v</k>",
+    "name: alice\nage: 30",
+    "k=v;q=1",
+    "\x01",
+]
+
+
+def fragments_for(literals: list[str], regex_samples: list[str]) -> st.SearchStrategy[str]:
+    """Fragments built from a template's own delimiters plus generic text and bodies."""
+    near = sorted({literal[:cut] for literal in literals for cut in range(1, len(literal))})
+    options = [st.sampled_from(TEXT), st.sampled_from(BODIES)]
+    if literals:
+        options.append(st.sampled_from(sorted(set(literals))))
+    if near:
+        options.append(st.sampled_from(near))
+    if regex_samples:
+        options.append(st.sampled_from(sorted(set(regex_samples))))
+    return st.one_of(*options)
+
+
+def outputs_for(literals: list[str], regex_samples: list[str], max_size: int = 14) -> st.SearchStrategy[str]:
+    return st.lists(fragments_for(literals, regex_samples), max_size=max_size).map("".join)
+
+
+# -- templates -----------------------------------------------------------------------------
+
+LITERALS = ["<a>", "</a>", "<b>", "</b>", "<a", "a>", "<|x|>", "[X]", "<ab>", "ab", "a", "<p=a>", "\n", "</p>"]
+# (pattern, strings that match it, whether it has named groups)
+PATTERNS: list[tuple[str, list[str]]] = [
+    (r"<f=(?P<name>\w+)>", ["<f=get>", "<f=a_b>", "<f=>"]),
+    (r"\s*<t>", [" <t>", "\n<t>", "<t>"]),
+    (r"(?:^|<s>)", ["<s>"]),
+    (r"\n?</r>", ["\n</r>", "</r>"]),
+    (r"$", ["\n"]),
+    (r"\Z", [""]),
+    (r"(?<=\n)<l>", ["\n<l>", "<l>"]),
+    (r"<m>.*?</m>", ["<m>xx</m>", "<m>"]),
+    (r"<c\d+>", ["<c1>", "<c42>"]),
+    (r"x+", ["x", "xxx"]),
+    (r"\bw\b", [" w ", "w"]),
+    (r"(?:<a>)?[^<]*<k>", ["<a>zz<k>", "q<k>"]),
+    (r"<(?P<tag>[ab])>", ["<a>", "<b>"]),
+    (r"(?=<z>)", ["<z>"]),
+    (r"<y>(?!!)", ["<y>", "<y>!"]),
+    (r"(?i)<ci>", ["<CI>", "<ci>"]),
+    (r"\p{Lu}+:", ["AB:", "É:"]),
+    (r"<g>|<gg>", ["<g>", "<gg>"]),
+    (r"<(?P<n>\w+)\|(?P<v>\d*)>", ["<ab|12>", "<x|>"]),
+    (r"(?:<e>)?", ["<e>"]),
+    (r"(?<=a)b", ["ab", "b"]),
+]
+FIELD_NAMES = ["thinking", "content", "tool_calls", "a", "b b", "é", "class", "__init__", "x.y", "START"]
+
+
+def _has_groups(pattern: str) -> bool:
+    return "(?P<" in pattern
+
+
+@st.composite
+def delimiters(draw: Any, *, allow_pattern: bool = True) -> tuple[str, Any, list[str]]:
+    """(key kind, value, regex samples): a literal, a literal list, or a pattern."""
+    choice = draw(st.sampled_from(["literal", "literal", "list", "pattern"] if allow_pattern else ["literal", "list"]))
+    if choice == "literal":
+        return "literal", draw(st.sampled_from(LITERALS)), []
+    if choice == "list":
+        return "literal", draw(st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3)), []
+    pattern, samples = draw(st.sampled_from(PATTERNS))
+    return "pattern", pattern, samples
+
+
+@st.composite
+def content_specs(draw: Any) -> dict[str, Any]:
+    kind = draw(st.sampled_from(["text", "text", "int", "float", "bool", "json", "json", "xml-inline", "kv-lines"]))
+    spec: dict[str, Any] = {"content": kind} if kind != "text" or draw(st.booleans()) else {}
+    args: dict[str, Any] = {}
+    if draw(st.integers(0, 9)) == 0:
+        spec["content_args"] = draw(st.sampled_from([None, [], "x", 3]))  # the reference fails at close
+        return spec
+    if draw(st.booleans()):
+        args["strip"] = draw(st.sampled_from([True, False, 0, "no"]))
+    if kind == "json":
+        if draw(st.booleans()):
+            args["unquoted_keys"] = True
+        if draw(st.booleans()):
+            args["allow_non_json"] = True
+        if draw(st.integers(0, 3)) == 0:
+            args["string_delims"] = draw(st.sampled_from([[["'", "'"]], [["<q>", "</q>"], ["'", "'"]], ["ab"], "x", None, 5]))
+    elif kind == "xml-inline":
+        tag = draw(
+            st.sampled_from(
+                [r"<p=(?P<key>\w+)>(?P<value>.*?)</p>", r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>", r"<(\w+)>", "(", None]
+            )
+        )
+        if tag is not None:
+            args["tag_pattern"] = tag
+        if draw(st.booleans()):
+            args["merge_duplicates"] = True
+        if draw(st.booleans()):
+            args["value_parser"] = draw(
+                st.sampled_from(
+                    [{"name": "json", "args": {"allow_non_json": True}}, {"name": "int"}, {}, {"name": "nope"}, "json"]
+                )
+            )
+    elif kind == "kv-lines":
+        if draw(st.booleans()):
+            args["line_sep"] = draw(st.sampled_from([";", "\n", None, ""]))
+        if draw(st.booleans()):
+            args["kv_sep"] = draw(st.sampled_from(["=", ":", ""]))
+        if draw(st.booleans()):
+            args["value_parser"] = draw(st.sampled_from([{"name": "int"}, {"name": "json", "args": {"allow_non_json": 1}}]))
+    if args or draw(st.booleans()):
+        spec["content_args"] = args
+    return spec
+
+
+@st.composite
+def transforms(draw: Any, captures: list[str], each: bool) -> Any:
+    names = ["content", "content.a", "content.name", "missing", *captures]
+    if each:
+        names += ["tool_name", "parameters", "a", "name"]
+    leaf = st.one_of(
+        st.sampled_from([f"{{{name}}}" for name in names]),
+        st.sampled_from(["function", "", 3, None, True, "{{", "a{b"]),
+    )
+    tree = st.recursive(
+        leaf,
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["type", "function", "name", "arguments"]), inner, max_size=3)
+        ),
+        max_leaves=6,
+    )
+    return draw(tree)
+
+
+@st.composite
+def templates(draw: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """(template, literal delimiters, regex samples) for a template the reference accepts."""
+    names = draw(st.lists(st.sampled_from(FIELD_NAMES), min_size=1, max_size=4, unique=True))
+    implicit_index = draw(st.one_of(st.none(), st.integers(0, len(names) - 1)))
+    literals: list[str] = []
+    samples: list[str] = []
+    fields: dict[str, Any] = {}
+
+    def note(kind: str, value: Any, pattern_samples: list[str]) -> None:
+        if kind == "literal":
+            literals.extend([value] if isinstance(value, str) else value)
+        else:
+            samples.extend(pattern_samples)
+
+    for index, name in enumerate(names):
+        field: dict[str, Any] = {}
+        groups: list[str] = []
+        if index != implicit_index:
+            kind, value, pattern_samples = draw(delimiters())
+            field["open" if kind == "literal" else "open_pattern"] = value
+            note(kind, value, pattern_samples)
+            if kind == "pattern" and _has_groups(value):
+                groups += [g for g in ("name", "tag", "n", "v") if f"(?P<{g}>" in value]
+        if draw(st.integers(0, 4)) > 0:
+            kind, value, pattern_samples = draw(delimiters())
+            field["close" if kind == "literal" else "close_pattern"] = value
+            note(kind, value, pattern_samples)
+            if kind == "pattern" and _has_groups(value):
+                groups += [g for g in ("name", "tag", "n", "v") if f"(?P<{g}>" in value]
+        field.update(draw(content_specs()))
+        if draw(st.integers(0, 2)) == 0:
+            field["repeats"] = draw(st.sampled_from([True, 1, "yes"]))
+            if draw(st.booleans()):
+                field["join"] = draw(st.sampled_from(["", "\n", "|"]))
+        if draw(st.integers(0, 5)) == 0:
+            field["optional"] = draw(st.sampled_from([False, 0, None]))
+        if groups or draw(st.integers(0, 2)) == 0:
+            each = field.get("content") == "json" and draw(st.booleans())
+            field["transform"] = draw(transforms(groups, each))
+            if field["transform"] is None:
+                field["transform"] = "{content}"
+            if each:
+                field["transform_each"] = True
+        fields[name] = field
+
+    template: dict[str, Any] = {"fields": fields}
+    anchor_kind = draw(st.sampled_from(["literal", "list", "pattern"]))
+    if anchor_kind == "literal":
+        template["start_anchor"] = draw(st.sampled_from(["<|s|>", "<a>", "A:", "\n"]))
+    elif anchor_kind == "list":
+        template["start_anchor"] = draw(st.lists(st.sampled_from(["<|s|>", "<a>", "A:", "A:<a>"]), min_size=1, max_size=3))
+    else:
+        template["start_anchor_pattern"] = draw(st.sampled_from([r"<\|s\|>", r"A:\s*", r"(?:<a>)+"]))
+    defaults = draw(st.sampled_from([None, {}, {"role": "assistant"}, {"role": "assistant", names[0]: ""}, {names[0]: []}]))
+    if defaults is not None:
+        template["defaults"] = defaults
+    return template, literals, samples
+
+
+@st.composite
+def prefixes(draw: Any, template: dict[str, Any], fragments: st.SearchStrategy[str]) -> str:
+    """Prefixes that hold zero, one or several anchors and may end inside a region."""
+    anchor = template.get("start_anchor", "<|s|>")
+    anchors = anchor if isinstance(anchor, list) else [anchor]
+    if "start_anchor_pattern" in template:
+        anchors = ["<|s|>", "A:  ", "<a><a>"]
+    pieces = draw(st.lists(st.one_of(st.sampled_from(anchors), fragments), max_size=6))
+    return "".join(pieces)

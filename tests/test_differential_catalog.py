@@ -1,0 +1,39 @@
+"""Every catalog model, against transformers 5.23.0, over generated outputs and chunkings."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
+from differential import check
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import chunkings, outputs_for, prefixes
+
+from compiler.catalog import entry_names, load_entry
+
+
+@pytest.mark.parametrize("name", entry_names())
+@given(data=st.data())
+def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
+    entry = load_entry(name)
+    template = entry.data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    literals = template_literals(template)
+    samples = REGEX_SAMPLES.get(name, [])
+    output = data.draw(outputs_for(literals, samples, max_size=20), label="output")
+    prompts = sorted(entry.generation_prompt.values())
+    prefix = data.draw(
+        st.one_of(
+            st.just(""),
+            st.sampled_from(prompts),
+            st.sampled_from(prompts).flatmap(lambda p: outputs_for(literals, samples, 4).map(lambda t: p + t)),
+            prefixes(template, outputs_for(literals, samples, 3)),
+        ),
+        label="prefix",
+    )
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    chunks = data.draw(chunkings(output), label="chunks")
+    check(template, parser, prefix, chunks, tools)
