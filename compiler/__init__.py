@@ -9,7 +9,7 @@ returns the Parser class; `compile_source(template, name)` returns the module so
 
 __version__ = "0.1.0"
 
-from .errors import TemplateError, TemplateTypeError  # noqa: E402
-from .jit import compile_source, load_parser  # noqa: E402
+from .errors import TemplateError, TemplateTypeError
+from .jit import compile_source, load_parser
 
 __all__ = ["TemplateError", "TemplateTypeError", "__version__", "compile_source", "load_parser"]

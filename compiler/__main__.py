@@ -13,7 +13,9 @@ from .errors import TemplateError
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m compiler", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    compile_one = commands.add_parser("compile", help="write generated/NAME.py from templates_catalog/NAME.json")
+    compile_one = commands.add_parser(
+        "compile", help="write generated/NAME.py from templates_catalog/NAME.json"
+    )
     compile_one.add_argument("name")
     commands.add_parser("compile-all", help="rebuild every catalog entry")
     commands.add_parser("check", help="fail if generated/ differs from a fresh build")
@@ -33,7 +35,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(problem, file=sys.stderr)
             if problems:
                 return 1
-            print(f"generated/ matches a fresh build of {len(catalog.entry_names())} catalog entries")
+            print(
+                f"generated/ matches a fresh build of {len(catalog.entry_names())} catalog entries"
+            )
         elif args.command == "show":
             sys.stdout.write(catalog.build_module(args.name))
     except TemplateError as error:

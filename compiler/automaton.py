@@ -81,7 +81,9 @@ def build_automaton(template: Template) -> Automaton:
         )
         for field in explicit
     ]
-    start_watches = [watch("open", field, field.open) for field in explicit if field.open is not None]
+    start_watches = [
+        watch("open", field, field.open) for field in explicit if field.open is not None
+    ]
     implicit = template.implicit
     if implicit is not None and implicit.close is not None:
         start_watches.append(watch("close", implicit, implicit.close))
@@ -89,10 +91,6 @@ def build_automaton(template: Template) -> Automaton:
     start = StatePlan(field=implicit, implicit=implicit is not None, watches=tuple(start_watches))
     states.append(start)
 
-    context: int | None = 0
-    for item in profiles.values():
-        if item.lookbehind is None:
-            context = None
-            break
-        context = max(context, item.lookbehind)
+    reaches = [item.lookbehind for item in profiles.values()]
+    context = None if None in reaches else max([0, *(reach for reach in reaches if reach is not None)])
     return Automaton(states=tuple(states), start=start, context=context)

@@ -49,7 +49,9 @@ def load_entry(name: str, root: Path = ROOT) -> Entry:
     relative = Path(CATALOG) / f"{name}.json"
     label = relative.as_posix()
     if not ENTRY_NAME.fullmatch(name):
-        raise TemplateError("", f"catalog entry names are lowercase identifiers, got {name!r}", source=label)
+        raise TemplateError(
+            "", f"catalog entry names are lowercase identifiers, got {name!r}", source=label
+        )
     try:
         data = json.loads((root / relative).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
@@ -61,7 +63,9 @@ def load_entry(name: str, root: Path = ROOT) -> Entry:
         raise TemplateError("", f"unknown keys {sorted(unknown)}", source=label)
     prompts = data.get("generation_prompt")
     if not isinstance(prompts, dict) or not isinstance(prompts.get("default"), str):
-        raise TemplateError("generation_prompt", 'must be an object with a "default" prompt', source=label)
+        raise TemplateError(
+            "generation_prompt", 'must be an object with a "default" prompt', source=label
+        )
     for key, value in prompts.items():
         if not isinstance(value, str):
             raise TemplateError(f"generation_prompt.{key}", "must be a string", source=label)
@@ -114,7 +118,9 @@ def check(root: Path = ROOT) -> list[str]:
         if not target.exists():
             problems.append(f"{relative.as_posix()}: missing (run make compile-all)")
         elif target.read_text(encoding="utf-8") != text:
-            problems.append(f"{relative.as_posix()}: differs from a fresh build (run make compile-all)")
+            problems.append(
+                f"{relative.as_posix()}: differs from a fresh build (run make compile-all)"
+            )
     for path in sorted((root / GENERATED).glob("*.py")):
         relative = path.relative_to(root)
         if relative not in expected:

@@ -14,9 +14,19 @@ from typing import Any
 
 import regex
 
-from .ir import ContentPlan, Deferred, JsonContent, KvLinesContent, TextContent, XmlInlineContent
+from .ir import (
+    CONTENT_PARSERS,
+    ContentPlan,
+    Deferred,
+    JsonContent,
+    KvLinesContent,
+    TextContent,
+    XmlInlineContent,
+)
 
 SCALAR_PARSERS = ("text", "int", "float", "bool")
+# The exception classes a Deferred plan may name; anything else fails the build.
+DEFERRABLE = frozenset({"AttributeError", "KeyError", "TypeError", "ValueError"})
 
 
 def lower_content(kind: str, args: Any, path: str) -> ContentPlan:
@@ -66,9 +76,8 @@ def _value_parser(spec: Any, path: str) -> ContentPlan | None:
     name = spec.get("name", "text")
     args = spec.get("args", {})
     try:
-        known = name in SCALAR_PARSERS or name in ("json", "xml-inline", "kv-lines")
-        hash(name)
-    except TypeError:
+        known = name in CONTENT_PARSERS
+    except TypeError:  # unhashable: the reference's dict lookup raises TypeError
         return Deferred("TypeError", f"{path}.name: unknown content parser {name!r}")
     if not known:
         return Deferred("KeyError", f"{path}.name: unknown content parser {name!r}")
@@ -79,5 +88,7 @@ def _string_delims(spec: Any, path: str) -> tuple[str, ...] | Deferred:
     """One `OPEN(.*?)CLOSE` pattern per pair, built the way the reference builds them."""
     try:
         return tuple(regex.escape(open_) + r"(.*?)" + regex.escape(close) for open_, close in spec)
-    except (TypeError, ValueError, AttributeError) as error:
+    except Exception as error:
+        if type(error).__name__ not in DEFERRABLE:
+            raise
         return Deferred(type(error).__name__, f"{path}: {error}", truthy=bool(spec))

@@ -11,14 +11,24 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from functools import lru_cache
 from typing import Any
 
 from . import __version__
-from .automaton import Automaton, StatePlan, build_automaton
-from .ir import ContentPlan, Deferred, Delimiter, Field, JsonContent, KvLinesContent, Placeholder, Template
-from .ir import TextContent, XmlInlineContent
+from .automaton import StatePlan, build_automaton
+from .ir import (
+    ContentPlan,
+    Deferred,
+    Field,
+    JsonContent,
+    KvLinesContent,
+    Placeholder,
+    Template,
+    TextContent,
+    XmlInlineContent,
+)
 from .quoting import comment, identifier, quote
 
 LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
@@ -59,7 +69,9 @@ class PlanNames:
     def has_constants(self) -> bool:
         """Whether the plan needs module constants (a compiled tag pattern, string delimiters)."""
         plan = self.plan
-        return isinstance(plan, XmlInlineContent) or (isinstance(plan, JsonContent) and bool(plan.string_delims))
+        return isinstance(plan, XmlInlineContent) or (
+            isinstance(plan, JsonContent) and bool(plan.string_delims)
+        )
 
     def walk(self) -> list[PlanNames]:
         """This plan and every nested value parser, innermost last."""
@@ -70,10 +82,12 @@ class PlanNames:
 class FieldNames:
     field: Field
     slug: str
-    content: PlanNames = field(init=False)
+    content: PlanNames = dataclass_field(init=False)
 
     def __post_init__(self) -> None:
-        self.content = _plan_names(self.field.plan, f"{self.field.path}.content_args", self.upper, None)
+        self.content = _plan_names(
+            self.field.plan, f"{self.field.path}.content_args", self.upper, None
+        )
 
     @property
     def upper(self) -> str:
@@ -110,7 +124,9 @@ def _plan_names(plan: ContentPlan, path: str, prefix: str, function: str | None)
     names = PlanNames(plan=plan, path=path, prefix=prefix, function=function)
     nested = getattr(plan, "value_parser", None)
     if nested is not None:
-        names.value = _plan_names(nested, f"{path}.value_parser", f"{prefix}_VALUE", f"_{prefix.lower()}_value")
+        names.value = _plan_names(
+            nested, f"{path}.value_parser", f"{prefix}_VALUE", f"_{prefix.lower()}_value"
+        )
     return names
 
 
@@ -122,7 +138,14 @@ def derive_names(fields: tuple[Field, ...]) -> list[FieldNames]:
     unique. Otherwise all fields use `field<index>`, which cannot clash.
     """
     readable = [
-        FieldNames(f, f.name if _READABLE.fullmatch(f.name) and not keyword.iskeyword(f.name) else f"field{f.index}")
+        FieldNames(
+            f,
+            (
+                f.name
+                if _READABLE.fullmatch(f.name) and not keyword.iskeyword(f.name)
+                else f"field{f.index}"
+            ),
+        )
         for f in fields
     ]
     if _unique(readable):
@@ -200,20 +223,23 @@ def _join(items: Any, separator: str = "") -> str:
     return separator.join(items)
 
 
-def render(template: Template, *, name: str, source: str, regenerate: str | None) -> str:
+def render(template: Template, *, source: str, regenerate: str | None) -> str:
     """The module's source, as rendered (before formatting)."""
     automaton = build_automaton(template)
     field_names = derive_names(template.fields)
     by_field = {item.field.name: item for item in field_names}
-    states = [_state_context(plan, by_field, automaton) for plan in automaton.states]
-    state_of = {item.plan.field.name: item for item in states if item.plan.field is not None and not item.plan.implicit}
+    states = [_state_context(plan, by_field) for plan in automaton.states]
+    state_of = {
+        item.plan.field.name: item
+        for item in states
+        if item.plan.field is not None and not item.plan.implicit
+    }
     start = states[-1]
     return (
         _environment()
         .get_template("module.py.j2")
         .render(
             version=__version__,
-            name=name,
             source=source,
             sha256=template.sha256,
             regenerate=regenerate,
@@ -225,7 +251,12 @@ def render(template: Template, *, name: str, source: str, regenerate: str | None
             state_of=state_of,
             start=start,
             deferred_errors=DEFERRED_ERRORS,
-            profiles={w.delimiter.pattern: w.profile for st in automaton.states for w in st.watches if w.profile},
+            profiles={
+                w.delimiter.pattern: w.profile
+                for st in automaton.states
+                for w in st.watches
+                if w.profile
+            },
             uses_regex=_needs_regex(template, field_names),
             uses_re=any(item.stop for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
@@ -237,13 +268,17 @@ def render(template: Template, *, name: str, source: str, regenerate: str | None
 
 def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
     """Whether the module compiles patterns (a literal-only template never imports regex)."""
-    delimiters = [delim for f in template.fields for delim in (f.open, f.close) if delim is not None]
+    delimiters = [
+        delim for f in template.fields for delim in (f.open, f.close) if delim is not None
+    ]
     if any(delim.pattern is not None for delim in [*delimiters, template.start_anchor]):
         return True
     for names in fields:
         for plan in names.content.walk():
             if isinstance(plan.plan, XmlInlineContent) or (
-                isinstance(plan.plan, JsonContent) and plan.plan.string_delims and not isinstance(plan.plan.string_delims, Deferred)
+                isinstance(plan.plan, JsonContent)
+                and plan.plan.string_delims
+                and not isinstance(plan.plan.string_delims, Deferred)
             ):
                 return True
             if isinstance(plan.plan, Deferred) and plan.plan.error == "regex.error":
@@ -251,7 +286,7 @@ def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
     return False
 
 
-def _state_context(plan: StatePlan, by_field: dict[str, FieldNames], automaton: Automaton) -> StateContext:
+def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateContext:
     names = by_field[plan.field.name] if plan.field is not None else None
     constant = names.state if names is not None else "SINK"
     stop_chars = plan.stop_chars
@@ -264,7 +299,9 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames], automaton: 
     return StateContext(plan=plan, names=names, constant=constant, feed=feed, stop=stop)
 
 
-def _runtime_imports(template: Template, fields: list[FieldNames], states: list[StateContext]) -> list[str]:
+def _runtime_imports(
+    template: Template, fields: list[FieldNames], states: list[StateContext]
+) -> list[str]:
     used = {"CompiledParser", "Event", "State"}
     for state in states:
         for watch in state.plan.watches:
@@ -292,7 +329,9 @@ def _runtime_imports(template: Template, fields: list[FieldNames], states: list[
             if placeholder.keys:
                 used.add("dig")
     # isort's order: CONSTANTS, then Classes, then functions
-    return sorted(used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name))
+    return sorted(
+        used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+    )
 
 
 def _placeholders(node: Any) -> list[Placeholder]:
@@ -316,4 +355,3 @@ def format_source(source: str) -> str:
 def check_source(source: str, label: str) -> None:
     """Refuse to hand out source that does not parse."""
     ast.parse(source, filename=label)
-

@@ -16,7 +16,7 @@ it verbatim as the module's TEMPLATE constant.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, TypeAlias
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,9 @@ class Delimiter:
     @property
     def holdback(self) -> frozenset[str]:
         """Buffer suffixes to hold back: the proper, non-empty prefixes of the literals."""
-        return frozenset(literal[:end] for literal in self.literals or () for end in range(1, len(literal)))
+        return frozenset(
+            literal[:end] for literal in self.literals or () for end in range(1, len(literal))
+        )
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,9 @@ class KvLinesContent:
     value_parser: ContentPlan | None = None
 
 
-ContentPlan = Union[TextContent, JsonContent, XmlInlineContent, KvLinesContent, Deferred]
+ContentPlan: TypeAlias = "TextContent | JsonContent | XmlInlineContent | KvLinesContent | Deferred"
 
+CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"})
 # Content parsers whose chunks are part of the final value (region_chunk dirty=False).
 STREAMABLE = frozenset({"text", "int", "float", "bool"})
 

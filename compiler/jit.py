@@ -36,7 +36,7 @@ def compile_source(
     """
     spec, label = read_template(template)
     ir = build_template(spec, source=source or label)
-    text = render(ir, name=name, source=source or label or f"<{name}>", regenerate=regenerate)
+    text = render(ir, source=source or label or f"<{name}>", regenerate=regenerate)
     if format:
         text = format_source(text)
     check_source(text, source or name)

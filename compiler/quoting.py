@@ -56,7 +56,11 @@ def _literal(value: Any) -> str:
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
             raise QuotingError("only string keys can be quoted")
-        return "{" + ", ".join(f"{_literal(key)}: {_literal(item)}" for key, item in value.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{_literal(key)}: {_literal(item)}" for key, item in value.items())
+            + "}"
+        )
     raise QuotingError(f"cannot quote a {type(value).__name__}")
 
 
@@ -67,7 +71,9 @@ def _same(left: Any, right: Any) -> bool:
     if isinstance(left, dict):
         return list(left) == list(right) and all(_same(left[key], right[key]) for key in left)
     if isinstance(left, (list, tuple)):
-        return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right))
+        return len(left) == len(right) and all(
+            _same(a, b) for a, b in zip(left, right, strict=True)
+        )
     if isinstance(left, float):
         return left == right and math.copysign(1.0, left) == math.copysign(1.0, right)
     return bool(left == right)

@@ -77,7 +77,9 @@ def profile(pattern: str) -> RegexProfile:
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
     chars, nullable = _first(list(tree))
-    return RegexProfile(lookbehind=lookbehind, first_chars=None if nullable or not chars else frozenset(chars))
+    return RegexProfile(
+        lookbehind=lookbehind, first_chars=None if nullable or not chars else frozenset(chars)
+    )
 
 
 def _in_common_subset(pattern: str) -> bool:

@@ -20,10 +20,11 @@ import regex
 
 from .content import lower_content
 from .errors import TemplateError, TemplateTypeError
-from .ir import Delimiter, Field, Placeholder, Template
+from .ir import CONTENT_PARSERS, Delimiter, Field, Placeholder, Template
 
-CONTENT_PARSERS = frozenset({"bool", "float", "int", "json", "kv-lines", "text", "xml-inline"})
-TOP_LEVEL_KEYS = frozenset({"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"})
+TOP_LEVEL_KEYS = frozenset(
+    {"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"}
+)
 FIELD_KEYS = frozenset(
     {
         "open",
@@ -58,8 +59,6 @@ def read_template(source: Any) -> tuple[Any, str | None]:
         except (OSError, json.JSONDecodeError) as error:
             raise TemplateError("", f"cannot read template: {error}", source=label) from error
     if isinstance(source, dict) and "response_template" in source:
-        if label is not None and source.get("response_template") is None:
-            raise TemplateError("response_template", "is null", source=label)
         return source["response_template"], label
     return source, label
 
@@ -119,16 +118,21 @@ def _build(spec: Any) -> Template:
         if not isinstance(name, str):
             raise TemplateError("fields", f"field names must be strings, got {name!r}")
 
-    fields = tuple(_build_field(index, name, raw) for index, (name, raw) in enumerate(fields_spec.items()))
+    fields = tuple(
+        _build_field(index, name, raw) for index, (name, raw) in enumerate(fields_spec.items())
+    )
     implicit = [field for field in fields if field.implicit]
     if len(implicit) > 1:
         names = ", ".join(field.name for field in implicit)
         raise TemplateError(
-            "fields", f"at most one field may omit 'open'/'open_pattern' (the implicit field); found: {names}"
+            "fields",
+            f"at most one field may omit 'open'/'open_pattern' (the implicit field); found: {names}",
         )
     anchor = _delimiter(spec, "", "start_anchor", "start_anchor_pattern")
     if anchor is None:
-        raise TemplateError("response_template", "must define 'start_anchor' or 'start_anchor_pattern'")
+        raise TemplateError(
+            "response_template", "must define 'start_anchor' or 'start_anchor_pattern'"
+        )
     _require_finite(spec, "response_template")
     return Template(
         fields=fields,
@@ -154,7 +158,8 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
         raise TemplateTypeError(f"{path}.content", f"unknown content parser {content!r}") from None
     if not known:
         raise TemplateError(
-            f"{path}.content", f"unknown content parser {content!r}; available: {sorted(CONTENT_PARSERS)}"
+            f"{path}.content",
+            f"unknown content parser {content!r}; available: {sorted(CONTENT_PARSERS)}",
         )
     open_ = _delimiter(spec, path, "open", "open_pattern")
     close = _delimiter(spec, path, "close", "close_pattern")
@@ -166,7 +171,9 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
     transform = spec.get("transform")
     transform_each = spec.get("transform_each", False)
     if not isinstance(transform_each, bool):
-        raise TemplateError(f"{path}.transform_each", f"must be a boolean, got {_type_name(transform_each)}")
+        raise TemplateError(
+            f"{path}.transform_each", f"must be a boolean, got {_type_name(transform_each)}"
+        )
     if transform_each and transform is None:
         raise TemplateError(f"{path}.transform_each", "is set but the field has no 'transform'")
     if transform is not None:
@@ -195,10 +202,14 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
     )
 
 
-def _delimiter(spec: dict[str, Any], path: str, literal_key: str, pattern_key: str) -> Delimiter | None:
+def _delimiter(
+    spec: dict[str, Any], path: str, literal_key: str, pattern_key: str
+) -> Delimiter | None:
     prefix = f"{path}." if path else ""
     if literal_key in spec and pattern_key in spec:
-        raise TemplateError(path or "response_template", f"cannot specify both '{literal_key}' and '{pattern_key}'")
+        raise TemplateError(
+            path or "response_template", f"cannot specify both '{literal_key}' and '{pattern_key}'"
+        )
     if literal_key in spec:
         where = prefix + literal_key
         raw = spec[literal_key]
@@ -211,7 +222,9 @@ def _delimiter(spec: dict[str, Any], path: str, literal_key: str, pattern_key: s
                 raise TemplateError(where, "list must contain only strings")
             literals = list(dict.fromkeys(raw))
         else:
-            raise TemplateError(where, f"must be a string or a list of strings, got {_type_name(raw)}")
+            raise TemplateError(
+                where, f"must be a string or a list of strings, got {_type_name(raw)}"
+            )
         if "" in literals:
             raise TemplateError(where, "literals cannot be empty strings")
         return Delimiter(path=where, literals=tuple(literals))

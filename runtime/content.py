@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import regex
 
@@ -41,7 +41,7 @@ class Defect:
     def __bool__(self) -> bool:
         return self.truthy
 
-    def __call__(self, raw: Any) -> Any:
+    def __call__(self, raw: Any) -> NoReturn:
         raise self.error(self.message)
 
 
@@ -59,7 +59,9 @@ def parse_json(
     delimiter pair. `strip` applies to the raw-text fallback of `allow_non_json`.
     """
     if string_delims and (_LIFT_OPEN in text or _LIFT_CLOSE in text):
-        raise ValueError("json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely.")
+        raise ValueError(
+            "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
+        )
     if isinstance(string_delims, Defect):
         string_delims(text)
     working = text
@@ -81,7 +83,9 @@ def parse_json(
         if allow_non_json:
             return text.strip() if strip else text
         if working == text:
-            raise ValueError(f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}") from error
+            raise ValueError(
+                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
+            ) from error
         raise ValueError(
             f"json: could not parse after dialect transforms.\n"
             f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
@@ -89,7 +93,11 @@ def parse_json(
 
 
 def parse_xml_inline(
-    text: str, tag_pattern: Any, *, value_parser: ValueParser | None = None, merge_duplicates: bool = False
+    text: str,
+    tag_pattern: Any,
+    *,
+    value_parser: ValueParser | None = None,
+    merge_duplicates: bool = False,
 ) -> dict[str, Any]:
     """A flat run of tags into a dict: the `key` and `value` groups of each tag match."""
     out: dict[str, Any] = {}
@@ -97,7 +105,9 @@ def parse_xml_inline(
         groups = match.groupdict()
         key = groups.get("key")
         if key is None:
-            raise ValueError(f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern.pattern}")
+            raise ValueError(
+                f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern.pattern}"
+            )
         raw = groups.get("value", "")
         value = raw if value_parser is None else value_parser(raw)
         if key in out and merge_duplicates:

@@ -55,7 +55,10 @@ class CompiledParser:
     initial_events: list[Event]
 
     def __init__(
-        self, prefix: str | None = None, *, tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None
+        self,
+        prefix: str | None = None,
+        *,
+        tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
     ) -> None:
         if prefix is None:
             raise ValueError(
@@ -75,11 +78,11 @@ class CompiledParser:
         self._pos = 0
         self._finalized = False
         self.initial_events = []
-        self.feed = self._scan_feed  # type: ignore[method-assign]
         if prefix:
             tail = self._after_last_anchor(prefix)
             if tail:
                 self._run(tail, self.initial_events, eos=False)
+        self._bind_feed()
 
     # -- public API ------------------------------------------------------------------
 
@@ -100,9 +103,13 @@ class CompiledParser:
         output = self._output
         missing = [name for name in self.REQUIRED if name not in output]
         if missing:
-            raise ValueError(f"Required response_template fields missing from parsed output: {missing}")
+            raise ValueError(
+                f"Required response_template fields missing from parsed output: {missing}"
+            )
         keep = self.DEFAULT_KEYS
-        output = {key: value for key, value in output.items() if key in keep or not _is_empty(value)}
+        output = {
+            key: value for key, value in output.items() if key in keep or not _is_empty(value)
+        }
         self._output = output
         self._finalized = True
         self._pending = _FINALIZED
@@ -110,7 +117,11 @@ class CompiledParser:
 
     @classmethod
     def parse(
-        cls, text: str, *, prefix: str | None, tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None
+        cls,
+        text: str,
+        *,
+        prefix: str | None,
+        tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
     ) -> dict[str, Any]:
         """Parse one complete generation; return the message dict."""
         parser = cls(prefix, tools=tools)
@@ -155,12 +166,20 @@ class CompiledParser:
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
             self._buf = ""
-            state = self._state
-            fast = state.feed
-            if fast is not None and (self._opened or not state.implicit):
-                self.feed = MethodType(fast, self)  # type: ignore[method-assign]
-            else:
-                self.feed = self._scan_feed  # type: ignore[method-assign]
+            self._bind_feed()
+
+    def _bind_feed(self) -> None:
+        """Point `feed` at the current state's generated fast path, if it has one.
+
+        The implicit region's fast path only applies once it has opened: its first chunk
+        must emit region_open, which only the scan loop does.
+        """
+        state = self._state
+        fast = state.feed
+        if fast is not None and (self._opened or not state.implicit):
+            self.feed = MethodType(fast, self)  # type: ignore[method-assign]
+        else:
+            self.feed = self._scan_feed  # type: ignore[method-assign]
 
     def _process(self, events: list[Event], eos: bool) -> None:
         """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
@@ -190,7 +209,11 @@ class CompiledParser:
                 if pending:
                     if start < hold:
                         hold = start
-                elif best is None or start < best[0] or (start == best[0] and end - start > best[1] - best[0]):
+                elif (
+                    best is None
+                    or start < best[0]
+                    or (start == best[0] and end - start > best[1] - best[0])
+                ):
                     best = hit
                     best_delim = delim
 
@@ -235,7 +258,9 @@ class CompiledParser:
         if match is None:
             self._captures = {}
         else:
-            self._captures = {key: value for key, value in match.groupdict().items() if value is not None}
+            self._captures = {
+                key: value for key, value in match.groupdict().items() if value is not None
+            }
         self._parts = []
         self._opened = True
         events.append({"type": "region_open", "field": state.field})
@@ -290,5 +315,7 @@ def after_last_match(prefix: str, pattern: Any) -> str:
 def require_str(value: Any, field: str) -> str:
     """`join` concatenates strings only."""
     if not isinstance(value, str):
-        raise ValueError(f"Field {field!r}: 'join' requires each match to parse to a string, got {type(value).__name__}.")
+        raise ValueError(
+            f"Field {field!r}: 'join' requires each match to parse to a string, got {type(value).__name__}."
+        )
     return value

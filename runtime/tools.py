@@ -101,7 +101,10 @@ def coerce_tool_calls(value: Any, params: dict[str, dict[str, Any]]) -> Any:
                 arguments[key] = coerce_argument(argument, names)
             elif isinstance(argument, list) and "array" not in names:
                 # several values for one key, collected by xml-inline's merge_duplicates
-                arguments[key] = [coerce_argument(item, names) if isinstance(item, str) else item for item in argument]
+                arguments[key] = [
+                    coerce_argument(item, names) if isinstance(item, str) else item
+                    for item in argument
+                ]
     return value
 
 
@@ -118,7 +121,13 @@ _BASIC_TYPES: dict[Any, dict[str, Any]] = {
     dict: {"type": "object"},
     Any: {},
 }
-_SCALAR_NAMES = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+_SCALAR_NAMES = {
+    int: "integer",
+    float: "number",
+    str: "string",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def schema_from_callable(function: Callable[..., Any]) -> dict[str, Any]:
@@ -130,11 +139,17 @@ def schema_from_callable(function: Callable[..., Any]) -> dict[str, Any]:
     hints = typing.get_type_hints(function)
     parameters = list(inspect.signature(function).parameters.values())
     receiver = None
-    if parameters and parameters[0].name in ("self", "cls") and parameters[0].annotation is inspect.Parameter.empty:
+    if (
+        parameters
+        and parameters[0].name in ("self", "cls")
+        and parameters[0].annotation is inspect.Parameter.empty
+    ):
         receiver = parameters[0].name
     for parameter in parameters:
         if parameter.name != receiver and parameter.annotation is inspect.Parameter.empty:
-            raise TypeError(f"tool {function.__name__}: argument {parameter.name!r} has no type hint")
+            raise TypeError(
+                f"tool {function.__name__}: argument {parameter.name!r} has no type hint"
+            )
     properties: dict[str, Any] = {}
     for name, hint in hints.items():
         if name == receiver:
@@ -148,7 +163,10 @@ def schema_from_callable(function: Callable[..., Any]) -> dict[str, Any]:
             properties[name] = _hint_schema(hint)
     return {
         "type": "function",
-        "function": {"name": function.__name__, "parameters": {"type": "object", "properties": properties}},
+        "function": {
+            "name": function.__name__,
+            "parameters": {"type": "object", "properties": properties},
+        },
     }
 
 

@@ -16,16 +16,22 @@ def lookup(scope: dict[str, Any], name: str) -> Any:
     try:
         return scope[name]
     except KeyError:
-        raise KeyError(f"transform placeholder '{{{name}}}' is not defined. Available: {sorted(scope)}") from None
+        raise KeyError(
+            f"transform placeholder '{{{name}}}' is not defined. Available: {sorted(scope)}"
+        ) from None
 
 
 def dig(value: Any, path: str, *keys: str) -> Any:
     """Follow the dotted part of placeholder `{path}` into `value`."""
     for key in keys:
         if not isinstance(value, dict):
-            raise ValueError(f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'")
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' cannot index into {type(value).__name__} at '{key}'"
+            )
         if key not in value:
-            raise ValueError(f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}")
+            raise ValueError(
+                f"transform placeholder '{{{path}}}' is missing key '{key}'. Available: {sorted(value)}"
+            )
         value = value[key]
     return value
 

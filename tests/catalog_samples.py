@@ -24,7 +24,13 @@ REGEX_SAMPLES: dict[str, list[str]] = {
         '{"location": "Paris"}',
     ],
     "ernie": ["<think>\n", "<think>", "\n</response>", "<response>\n"],
-    "gemma4": ["<|tool_call>call:get_weather", "<|tool_call>call:", '<|"|>Paris<|"|>', "{city:", ",n:3}"],
+    "gemma4": [
+        "<|tool_call>call:get_weather",
+        "<|tool_call>call:",
+        '<|"|>Paris<|"|>',
+        "{city:",
+        ",n:3}",
+    ],
     "inkling": [
         "<|message_model|><|content_thinking|>",
         "<|message_model|>x<|content_text|>",
@@ -52,7 +58,10 @@ TOOLS: list[dict[str, Any]] = [
             },
         },
     },
-    {"type": "function", "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}}},
+    {
+        "type": "function",
+        "function": {"name": "f", "parameters": {"properties": {"a": {"type": "integer"}}}},
+    },
 ]
 
 

@@ -3,15 +3,20 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, settings
-
 from differential import CASES
+from hypothesis import HealthCheck, settings
 
 # Example counts: "default" for `make test`; HYPOTHESIS_PROFILE=deep for long runs.
 settings.register_profile(
-    "default", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    "default",
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=True,
 )
-settings.register_profile("deep", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "deep", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -63,7 +63,7 @@ def _step(action: Any) -> tuple[str, Any]:
         return ("ok", canon(action()))
     except ReferenceHang as hang:
         return ("hang", canon(hang.events))
-    except Exception as error:  # noqa: BLE001 - the class is the observation
+    except Exception as error:
         return ("raise", type(error))
 
 
@@ -80,7 +80,7 @@ def trace(make: Any, chunks: Sequence[str]) -> list[tuple[str, Any]]:
         return steps
     parser = holder[0]
     for chunk in chunks:
-        steps.append(_step(lambda: parser.feed(chunk)))
+        steps.append(_step(lambda chunk=chunk: parser.feed(chunk)))
         if steps[-1][0] == "hang":
             return steps
     steps.append(_step(parser.finalize))
@@ -90,32 +90,50 @@ def trace(make: Any, chunks: Sequence[str]) -> list[tuple[str, Any]]:
     return steps
 
 
-def reference_trace(template: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> list[tuple[str, Any]]:
+def reference_trace(
+    template: Any, prefix: Any, chunks: Sequence[str], tools: Any = None
+) -> list[tuple[str, Any]]:
     return trace(lambda: BudgetedReference(template, prefix=prefix, tools=tools), chunks)
 
 
-def compiled_trace(parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> list[tuple[str, Any]]:
+def compiled_trace(
+    parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None
+) -> list[tuple[str, Any]]:
     return trace(lambda: parser_cls(prefix, tools=tools), chunks)
 
 
-def assert_same_trace(expected: list[tuple[str, Any]], actual: list[tuple[str, Any]], context: str = "") -> None:
-    for index, (ref, ours) in enumerate(zip(expected, actual)):
+def assert_same_trace(
+    expected: list[tuple[str, Any]], actual: list[tuple[str, Any]], context: str = ""
+) -> None:
+    for index, (ref, ours) in enumerate(zip(expected, actual, strict=False)):
         where = f"step {index} {context}"
         if ref[0] == "raise":
-            assert ours[0] == "raise", f"{where}: reference raised {ref[1].__name__}, ours gave {ours[1]!r}"
-            assert issubclass(ours[1], ref[1]), f"{where}: reference raised {ref[1].__name__}, ours {ours[1].__name__}"
+            assert (
+                ours[0] == "raise"
+            ), f"{where}: reference raised {ref[1].__name__}, ours gave {ours[1]!r}"
+            assert issubclass(
+                ours[1], ref[1]
+            ), f"{where}: reference raised {ref[1].__name__}, ours {ours[1].__name__}"
         elif ref[0] == "hang":
-            assert ours[0] == "ok", f"{where}: reference loops forever here; ours must finish, gave {ours!r}"
+            assert (
+                ours[0] == "ok"
+            ), f"{where}: reference loops forever here; ours must finish, gave {ours!r}"
             ours_events = ours[1][1]
             ref_events = ref[1][1]
-            assert ours_events == ref_events[: len(ours_events)], f"{where}: events diverge before the reference's loop"
+            assert (
+                ours_events == ref_events[: len(ours_events)]
+            ), f"{where}: events diverge before the reference's loop"
             return
         else:
             assert ours == ref, f"{where}:\n reference: {ref!r}\n ours:      {ours!r}"
-    assert len(expected) == len(actual), f"{context}: traces differ in length: {expected!r} vs {actual!r}"
+    assert len(expected) == len(
+        actual
+    ), f"{context}: traces differ in length: {expected!r} vs {actual!r}"
 
 
-def check(template: Any, parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None) -> None:
+def check(
+    template: Any, parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None
+) -> None:
     expected = reference_trace(template, prefix, chunks, tools)
     actual = compiled_trace(parser_cls, prefix, chunks, tools)
     assert_same_trace(expected, actual, f"prefix={prefix!r} chunks={list(chunks)!r}")

@@ -8,6 +8,7 @@ and collide, which is where scanners go wrong.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ def chunkings(draw: Any, text: str) -> list[str]:
     else:
         cuts = sorted(draw(st.sets(st.integers(0, len(text)), max_size=12)))
         bounds = [0, *cuts, len(text)]
-        chunks = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+        chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
     if draw(st.booleans()):
         positions = draw(st.lists(st.integers(0, len(chunks)), max_size=3))
         for position in sorted(positions, reverse=True):
@@ -89,13 +90,30 @@ def fragments_for(literals: list[str], regex_samples: list[str]) -> st.SearchStr
     return st.one_of(*options)
 
 
-def outputs_for(literals: list[str], regex_samples: list[str], max_size: int = 14) -> st.SearchStrategy[str]:
+def outputs_for(
+    literals: list[str], regex_samples: list[str], max_size: int = 14
+) -> st.SearchStrategy[str]:
     return st.lists(fragments_for(literals, regex_samples), max_size=max_size).map("".join)
 
 
 # -- templates -----------------------------------------------------------------------------
 
-LITERALS = ["<a>", "</a>", "<b>", "</b>", "<a", "a>", "<|x|>", "[X]", "<ab>", "ab", "a", "<p=a>", "\n", "</p>"]
+LITERALS = [
+    "<a>",
+    "</a>",
+    "<b>",
+    "</b>",
+    "<a",
+    "a>",
+    "<|x|>",
+    "[X]",
+    "<ab>",
+    "ab",
+    "a",
+    "<p=a>",
+    "\n",
+    "</p>",
+]
 # (pattern, strings that match it, whether it has named groups)
 PATTERNS: list[tuple[str, list[str]]] = [
     (r"<f=(?P<name>\w+)>", ["<f=get>", "<f=a_b>", "<f=>"]),
@@ -120,7 +138,18 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"(?:<e>)?", ["<e>"]),
     (r"(?<=a)b", ["ab", "b"]),
 ]
-FIELD_NAMES = ["thinking", "content", "tool_calls", "a", "b b", "é", "class", "__init__", "x.y", "START"]
+FIELD_NAMES = [
+    "thinking",
+    "content",
+    "tool_calls",
+    "a",
+    "b b",
+    "é",
+    "class",
+    "__init__",
+    "x.y",
+    "START",
+]
 
 
 def _has_groups(pattern: str) -> bool:
@@ -130,7 +159,11 @@ def _has_groups(pattern: str) -> bool:
 @st.composite
 def delimiters(draw: Any, *, allow_pattern: bool = True) -> tuple[str, Any, list[str]]:
     """(key kind, value, regex samples): a literal, a literal list, or a pattern."""
-    choice = draw(st.sampled_from(["literal", "literal", "list", "pattern"] if allow_pattern else ["literal", "list"]))
+    choice = draw(
+        st.sampled_from(
+            ["literal", "literal", "list", "pattern"] if allow_pattern else ["literal", "list"]
+        )
+    )
     if choice == "literal":
         return "literal", draw(st.sampled_from(LITERALS)), []
     if choice == "list":
@@ -141,11 +174,17 @@ def delimiters(draw: Any, *, allow_pattern: bool = True) -> tuple[str, Any, list
 
 @st.composite
 def content_specs(draw: Any) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["text", "text", "int", "float", "bool", "json", "json", "xml-inline", "kv-lines"]))
+    kind = draw(
+        st.sampled_from(
+            ["text", "text", "int", "float", "bool", "json", "json", "xml-inline", "kv-lines"]
+        )
+    )
     spec: dict[str, Any] = {"content": kind} if kind != "text" or draw(st.booleans()) else {}
     args: dict[str, Any] = {}
     if draw(st.integers(0, 9)) == 0:
-        spec["content_args"] = draw(st.sampled_from([None, [], "x", 3]))  # the reference fails at close
+        spec["content_args"] = draw(
+            st.sampled_from([None, [], "x", 3])
+        )  # the reference fails at close
         return spec
     if draw(st.booleans()):
         args["strip"] = draw(st.sampled_from([True, False, 0, "no"]))
@@ -155,11 +194,19 @@ def content_specs(draw: Any) -> dict[str, Any]:
         if draw(st.booleans()):
             args["allow_non_json"] = True
         if draw(st.integers(0, 3)) == 0:
-            args["string_delims"] = draw(st.sampled_from([[["'", "'"]], [["<q>", "</q>"], ["'", "'"]], ["ab"], "x", None, 5]))
+            args["string_delims"] = draw(
+                st.sampled_from([[["'", "'"]], [["<q>", "</q>"], ["'", "'"]], ["ab"], "x", None, 5])
+            )
     elif kind == "xml-inline":
         tag = draw(
             st.sampled_from(
-                [r"<p=(?P<key>\w+)>(?P<value>.*?)</p>", r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>", r"<(\w+)>", "(", None]
+                [
+                    r"<p=(?P<key>\w+)>(?P<value>.*?)</p>",
+                    r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+                    r"<(\w+)>",
+                    "(",
+                    None,
+                ]
             )
         )
         if tag is not None:
@@ -169,7 +216,13 @@ def content_specs(draw: Any) -> dict[str, Any]:
         if draw(st.booleans()):
             args["value_parser"] = draw(
                 st.sampled_from(
-                    [{"name": "json", "args": {"allow_non_json": True}}, {"name": "int"}, {}, {"name": "nope"}, "json"]
+                    [
+                        {"name": "json", "args": {"allow_non_json": True}},
+                        {"name": "int"},
+                        {},
+                        {"name": "nope"},
+                        "json",
+                    ]
                 )
             )
     elif kind == "kv-lines":
@@ -178,7 +231,9 @@ def content_specs(draw: Any) -> dict[str, Any]:
         if draw(st.booleans()):
             args["kv_sep"] = draw(st.sampled_from(["=", ":", ""]))
         if draw(st.booleans()):
-            args["value_parser"] = draw(st.sampled_from([{"name": "int"}, {"name": "json", "args": {"allow_non_json": 1}}]))
+            args["value_parser"] = draw(
+                st.sampled_from([{"name": "int"}, {"name": "json", "args": {"allow_non_json": 1}}])
+            )
     if args or draw(st.booleans()):
         spec["content_args"] = args
     return spec
@@ -196,7 +251,10 @@ def transforms(draw: Any, captures: list[str], each: bool) -> Any:
     tree = st.recursive(
         leaf,
         lambda inner: st.one_of(
-            st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["type", "function", "name", "arguments"]), inner, max_size=3)
+            st.lists(inner, max_size=3),
+            st.dictionaries(
+                st.sampled_from(["type", "function", "name", "arguments"]), inner, max_size=3
+            ),
         ),
         max_leaves=6,
     )
@@ -254,10 +312,18 @@ def templates(draw: Any) -> tuple[dict[str, Any], list[str], list[str]]:
     if anchor_kind == "literal":
         template["start_anchor"] = draw(st.sampled_from(["<|s|>", "<a>", "A:", "\n"]))
     elif anchor_kind == "list":
-        template["start_anchor"] = draw(st.lists(st.sampled_from(["<|s|>", "<a>", "A:", "A:<a>"]), min_size=1, max_size=3))
+        template["start_anchor"] = draw(
+            st.lists(st.sampled_from(["<|s|>", "<a>", "A:", "A:<a>"]), min_size=1, max_size=3)
+        )
     else:
-        template["start_anchor_pattern"] = draw(st.sampled_from([r"<\|s\|>", r"A:\s*", r"(?:<a>)+"]))
-    defaults = draw(st.sampled_from([None, {}, {"role": "assistant"}, {"role": "assistant", names[0]: ""}, {names[0]: []}]))
+        template["start_anchor_pattern"] = draw(
+            st.sampled_from([r"<\|s\|>", r"A:\s*", r"(?:<a>)+"])
+        )
+    defaults = draw(
+        st.sampled_from(
+            [None, {}, {"role": "assistant"}, {"role": "assistant", names[0]: ""}, {names[0]: []}]
+        )
+    )
     if defaults is not None:
         template["defaults"] = defaults
     return template, literals, samples

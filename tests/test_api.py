@@ -32,17 +32,32 @@ def test_one_shot_parse() -> None:
 def test_streaming_loop() -> None:
     parser = generated.qwen3.Parser(prefix="<|im_start|>assistant\n<think>\n")
     events = list(parser.initial_events)
-    for chunk in ["Let me", " check.</think>\n<tool_", "call>\n<function=get_weather>\n<parameter=city>\nParis\n", "</parameter>\n</function>\n</tool_call>"]:
+    for chunk in [
+        "Let me",
+        " check.</think>\n<tool_",
+        "call>\n<function=get_weather>\n<parameter=city>\nParis\n",
+        "</parameter>\n</function>\n</tool_call>",
+    ]:
         events += parser.feed(chunk)
     message, final = parser.finalize()
     events += final
     assert message == {
         "role": "assistant",
         "thinking": "Let me check.",
-        "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}],
+        "tool_calls": [
+            {
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+            }
+        ],
     }
-    assert [e["type"] for e in events if e["type"] != "region_chunk"] == ["region_open", "region_close"] * 2
-    thinking = "".join(e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "thinking")
+    assert [e["type"] for e in events if e["type"] != "region_chunk"] == [
+        "region_open",
+        "region_close",
+    ] * 2
+    thinking = "".join(
+        e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "thinking"
+    )
     assert thinking == "\nLet me check."
 
 
@@ -68,7 +83,15 @@ def test_feed_and_finalize_raise_after_finalize() -> None:
 
 
 def test_tools_coerce_arguments_by_schema() -> None:
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "parameters": {"properties": {"n": {"type": "integer"}, "ok": {"type": "boolean"}}},
+            },
+        }
+    ]
     text = "<tool_call><function=f><parameter=n>7</parameter><parameter=ok>true</parameter><parameter=s>x</parameter></function></tool_call>"
     message = generated.qwen3.Parser.parse(text, prefix="", tools=tools)
     assert message["tool_calls"][0]["function"]["arguments"] == {"n": 7, "ok": True, "s": "x"}
@@ -78,7 +101,7 @@ def test_tools_given_as_functions() -> None:
     def f(n: int, ok: bool | None = None) -> str:
         return ""
 
-    text = "<tool_call><function=f><parameter=n>7</parameter><parameter=ok>\"1\"</parameter></function></tool_call>"
+    text = '<tool_call><function=f><parameter=n>7</parameter><parameter=ok>"1"</parameter></function></tool_call>'
     message = generated.qwen3.Parser.parse(text, prefix="", tools=[f])
     assert message["tool_calls"][0]["function"]["arguments"] == {"n": 7, "ok": True}
 
@@ -96,7 +119,10 @@ def test_jit_caches_by_template_hash() -> None:
 
 
 def test_jit_source_is_in_linecache_for_tracebacks() -> None:
-    parser = load_parser({"start_anchor": "A:", "fields": {"n": {"open": "<n>", "close": "</n>", "content": "int"}}}, name="counter")
+    parser = load_parser(
+        {"start_anchor": "A:", "fields": {"n": {"open": "<n>", "close": "</n>", "content": "int"}}},
+        name="counter",
+    )
     with pytest.raises(ValueError) as caught:
         parser.parse("<n>not a number</n>", prefix="")
     rendered = "".join(traceback.format_exception(caught.value))
@@ -111,7 +137,12 @@ def test_inputs_template_catalog_entry_and_tokenizer_config(tmp_path: Path) -> N
     config = tmp_path / "tokenizer_config.json"
     config.write_text(json.dumps({"model_max_length": 8192, "response_template": template}))
     entry = load_entry("smollm3").data
-    parsers = {load_parser(template), load_parser(entry), load_parser(config), load_parser(str(config))}
+    parsers = {
+        load_parser(template),
+        load_parser(entry),
+        load_parser(config),
+        load_parser(str(config)),
+    }
     assert len(parsers) == 1
     assert compile_source(config, "smollm3").count(f"# Source: {config} (sha256:") == 1
 

@@ -23,7 +23,9 @@ def test_no_source_imports_transformers(package: str) -> None:
                 names = [node.module or ""]
             else:
                 continue
-            assert not any(name.split(".")[0] == "transformers" for name in names), f"{path} imports transformers"
+            assert not any(
+                name.split(".")[0] == "transformers" for name in names
+            ), f"{path} imports transformers"
 
 
 RUN_EVERYTHING = f"""
@@ -49,10 +51,14 @@ print(",".join(heavy))
 
 
 def test_nothing_imports_transformers_at_run_time() -> None:
-    result = subprocess.run([sys.executable, "-c", RUN_EVERYTHING], cwd=ROOT, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_EVERYTHING], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == ""
 
 
 def test_generated_modules_need_only_the_runtime() -> None:
-    result = subprocess.run([sys.executable, "-c", GENERATED_ONLY], cwd=ROOT, capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", GENERATED_ONLY], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == ""

@@ -29,7 +29,9 @@ def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
         st.one_of(
             st.just(""),
             st.sampled_from(prompts),
-            st.sampled_from(prompts).flatmap(lambda p: outputs_for(literals, samples, 4).map(lambda t: p + t)),
+            st.sampled_from(prompts).flatmap(
+                lambda p: outputs_for(literals, samples, 4).map(lambda t: p + t)
+            ),
             prefixes(template, outputs_for(literals, samples, 3)),
         ),
         label="prefix",

@@ -29,6 +29,9 @@ def test_generated_template_matches_reference(data: Any) -> None:
     parser = load_parser(template)
     for round_ in range(3):
         output = data.draw(outputs_for(literals, samples), label=f"output{round_}")
-        prefix = data.draw(st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))), label="prefix")
+        prefix = data.draw(
+            st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
+            label="prefix",
+        )
         chunks = data.draw(chunkings(output), label="chunks")
         check(template, parser, prefix, chunks)

@@ -14,7 +14,11 @@ def test_generated_tree_is_fresh() -> None:
 
 def _copy_project(tmp_path: Path) -> Path:
     for directory in (catalog.CATALOG, catalog.GENERATED):
-        shutil.copytree(catalog.ROOT / directory, tmp_path / directory, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            catalog.ROOT / directory,
+            tmp_path / directory,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
     return tmp_path
 
 
@@ -22,7 +26,9 @@ def test_check_reports_a_hand_edited_module(tmp_path: Path) -> None:
     root = _copy_project(tmp_path)
     target = root / "generated" / "smollm3.py"
     target.write_text(target.read_text().replace('"<think>"', '"<thinking>"'))
-    assert catalog.check(root) == ["generated/smollm3.py: differs from a fresh build (run make compile-all)"]
+    assert catalog.check(root) == [
+        "generated/smollm3.py: differs from a fresh build (run make compile-all)"
+    ]
 
 
 def test_check_reports_orphaned_and_missing_modules(tmp_path: Path) -> None:

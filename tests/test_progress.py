@@ -35,12 +35,14 @@ def test_dollar_open_and_close_terminates_where_the_reference_loops() -> None:
 @st.composite
 def zero_width_templates(draw: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {}
-    for name in draw(st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True)):
+    for name in draw(
+        st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=3, unique=True)
+    ):
         field: dict[str, Any] = {}
         if name != "c":
             field["open_pattern"] = draw(st.sampled_from(ZERO_WIDTH))
         if draw(st.booleans()):
-            field["close_pattern"] = draw(st.sampled_from(ZERO_WIDTH + ["x", "\n"]))
+            field["close_pattern"] = draw(st.sampled_from([*ZERO_WIDTH, "x", "\n"]))
         if draw(st.booleans()):
             field["repeats"] = True
         fields[name] = field
@@ -51,14 +53,19 @@ def zero_width_templates(draw: Any) -> dict[str, Any]:
 def test_zero_width_templates_terminate_and_match_until_the_reference_loops(data: Any) -> None:
     template = data.draw(zero_width_templates())
     parser = load_parser(template)
-    text = data.draw(st.lists(st.sampled_from(["x", "\n", "a", " ", "<a>", "y"]), max_size=8).map("".join))
+    text = data.draw(
+        st.lists(st.sampled_from(["x", "\n", "a", " ", "<a>", "y"]), max_size=8).map("".join)
+    )
     prefix = data.draw(st.sampled_from(["", "S", "Sx\n", "x"]))
     check(template, parser, prefix, data.draw(chunkings(text)))
 
 
 def test_reference_hang_is_detected_not_waited_for() -> None:
     """The budget guard itself: a hang surfaces as ReferenceHang with the events so far."""
-    template = {"start_anchor": "S", "fields": {"f": {"open_pattern": "$", "close_pattern": "$", "repeats": True}}}
+    template = {
+        "start_anchor": "S",
+        "fields": {"f": {"open_pattern": "$", "close_pattern": "$", "repeats": True}},
+    }
     steps = reference_trace(template, "", ["a\n"])
     assert steps[1][0] == "hang"
     assert issubclass(ReferenceHang, Exception)

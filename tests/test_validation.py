@@ -50,15 +50,43 @@ REJECTED = [
     ("fields not an object", variant(fields=[]), "fields: must be a non-empty object"),
     ("field not an object", variant(fields__x=3), "fields.x: must be an object"),
     ("unknown field key", variant(fields__x__colour="red"), "fields.x: unknown keys ['colour']"),
-    ("unknown content parser", variant(fields__x__content="yaml"), "fields.x.content: unknown content parser 'yaml'"),
-    ("open and open_pattern", variant(fields__x__open_pattern="<x>"), "fields.x: cannot specify both 'open'"),
-    ("close and close_pattern", variant(fields__x__close_pattern="</x>"), "fields.x: cannot specify both 'close'"),
-    ("empty open list", variant(fields__x__open=[]), "fields.x.open: list must contain at least one literal"),
-    ("non-string in open list", variant(fields__x__open=["<x>", 1]), "fields.x.open: list must contain only strings"),
-    ("open of the wrong type", variant(fields__x__open=3), "fields.x.open: must be a string or a list"),
+    (
+        "unknown content parser",
+        variant(fields__x__content="yaml"),
+        "fields.x.content: unknown content parser 'yaml'",
+    ),
+    (
+        "open and open_pattern",
+        variant(fields__x__open_pattern="<x>"),
+        "fields.x: cannot specify both 'open'",
+    ),
+    (
+        "close and close_pattern",
+        variant(fields__x__close_pattern="</x>"),
+        "fields.x: cannot specify both 'close'",
+    ),
+    (
+        "empty open list",
+        variant(fields__x__open=[]),
+        "fields.x.open: list must contain at least one literal",
+    ),
+    (
+        "non-string in open list",
+        variant(fields__x__open=["<x>", 1]),
+        "fields.x.open: list must contain only strings",
+    ),
+    (
+        "open of the wrong type",
+        variant(fields__x__open=3),
+        "fields.x.open: must be a string or a list",
+    ),
     ("open null", variant(fields__x__open=None), "fields.x.open: must be a string or a list"),
     ("empty open literal", variant(fields__x__open=""), "fields.x.open: literals cannot be empty"),
-    ("empty close literal in a list", variant(fields__x__close=["</x>", ""]), "fields.x.close: literals cannot be empty"),
+    (
+        "empty close literal in a list",
+        variant(fields__x__close=["</x>", ""]),
+        "fields.x.close: literals cannot be empty",
+    ),
     (
         "invalid open_pattern",
         variant(fields__x__open=..., fields__x__open_pattern="(unclosed"),
@@ -69,10 +97,26 @@ REJECTED = [
         variant(fields__x__close=..., fields__x__close_pattern="[a-"),
         "fields.x.close_pattern: invalid regex",
     ),
-    ("join not a string", variant(fields__x__join=1, fields__x__repeats=True), "fields.x.join: must be a string"),
-    ("join without repeats", variant(fields__x__join=""), "fields.x.join: requires 'repeats': true"),
-    ("transform_each not a boolean", variant(fields__x__transform_each=1), "fields.x.transform_each: must be a boolean"),
-    ("transform_each without transform", variant(fields__x__transform_each=True), "fields.x.transform_each: is set"),
+    (
+        "join not a string",
+        variant(fields__x__join=1, fields__x__repeats=True),
+        "fields.x.join: must be a string",
+    ),
+    (
+        "join without repeats",
+        variant(fields__x__join=""),
+        "fields.x.join: requires 'repeats': true",
+    ),
+    (
+        "transform_each not a boolean",
+        variant(fields__x__transform_each=1),
+        "fields.x.transform_each: must be a boolean",
+    ),
+    (
+        "transform_each without transform",
+        variant(fields__x__transform_each=True),
+        "fields.x.transform_each: is set",
+    ),
     (
         "placeholder mixed with text",
         variant(fields__x__transform={"function": {"name": "call {name}"}}),
@@ -83,18 +127,50 @@ REJECTED = [
         variant(fields__x__open=..., fields__x__open_pattern="<x=(?P<name>\\w+)>"),
         "fields.x: open_pattern/close_pattern declare named groups ['name']",
     ),
-    ("two implicit fields", variant(fields__x__open=...), "fields: at most one field may omit 'open'"),
-    ("no start anchor", variant(start_anchor=...), "must define 'start_anchor' or 'start_anchor_pattern'"),
-    ("both start anchors", variant(start_anchor_pattern="<s>"), "cannot specify both 'start_anchor'"),
-    ("empty start anchor list", variant(start_anchor=[]), "start_anchor: list must contain at least one literal"),
-    ("invalid start_anchor_pattern", variant(start_anchor=..., start_anchor_pattern="("), "start_anchor_pattern: invalid regex"),
-    ("quoted field name", variant(fields={"tool calls": {"open": ""}}), 'fields["tool calls"].open: literals cannot be empty'),
+    (
+        "two implicit fields",
+        variant(fields__x__open=...),
+        "fields: at most one field may omit 'open'",
+    ),
+    (
+        "no start anchor",
+        variant(start_anchor=...),
+        "must define 'start_anchor' or 'start_anchor_pattern'",
+    ),
+    (
+        "both start anchors",
+        variant(start_anchor_pattern="<s>"),
+        "cannot specify both 'start_anchor'",
+    ),
+    (
+        "empty start anchor list",
+        variant(start_anchor=[]),
+        "start_anchor: list must contain at least one literal",
+    ),
+    (
+        "invalid start_anchor_pattern",
+        variant(start_anchor=..., start_anchor_pattern="("),
+        "start_anchor_pattern: invalid regex",
+    ),
+    (
+        "quoted field name",
+        variant(fields={"tool calls": {"open": ""}}),
+        'fields["tool calls"].open: literals cannot be empty',
+    ),
 ]
 
 REJECTED_AS_TYPE_ERROR = [
     ("unhashable content parser", variant(fields__x__content=["json"]), "fields.x.content"),
-    ("non-string open_pattern", variant(fields__x__open=..., fields__x__open_pattern=5), "fields.x.open_pattern"),
-    ("null close_pattern", variant(fields__x__close=..., fields__x__close_pattern=None), "fields.x.close_pattern"),
+    (
+        "non-string open_pattern",
+        variant(fields__x__open=..., fields__x__open_pattern=5),
+        "fields.x.open_pattern",
+    ),
+    (
+        "null close_pattern",
+        variant(fields__x__close=..., fields__x__close_pattern=None),
+        "fields.x.close_pattern",
+    ),
 ]
 
 
@@ -108,7 +184,9 @@ def test_rejected_like_the_reference(label: str, template: Any, message: str) ->
     assert isinstance(caught.value, ValueError)
 
 
-@pytest.mark.parametrize("label, template, path", REJECTED_AS_TYPE_ERROR, ids=[c[0] for c in REJECTED_AS_TYPE_ERROR])
+@pytest.mark.parametrize(
+    "label, template, path", REJECTED_AS_TYPE_ERROR, ids=[c[0] for c in REJECTED_AS_TYPE_ERROR]
+)
 def test_type_errors_keep_their_class(label: str, template: Any, path: str) -> None:
     with pytest.raises(TypeError):
         load_response_template(template)
@@ -121,9 +199,22 @@ ACCEPTED = [
     ("version 1.0", variant(version=1.0)),
     ("duplicate literals", variant(fields__x__open=["<x>", "<x>", "<y>"])),
     ("content_args not an object (fails only at close)", variant(fields__x__content_args=None)),
-    ("unknown value_parser (fails only at close)", variant(fields__x__content="kv-lines", fields__x__content_args={"value_parser": {"name": "nope"}})),
+    (
+        "unknown value_parser (fails only at close)",
+        variant(
+            fields__x__content="kv-lines",
+            fields__x__content_args={"value_parser": {"name": "nope"}},
+        ),
+    ),
     ("repeats of any truthiness", variant(fields__x__repeats="yes", fields__x__join="")),
-    ("close_pattern groups reach no transform", variant(fields__x__close=..., fields__x__close_pattern="(?P<g></x>)", fields__x__transform="{content}")),
+    (
+        "close_pattern groups reach no transform",
+        variant(
+            fields__x__close=...,
+            fields__x__close_pattern="(?P<g></x>)",
+            fields__x__transform="{content}",
+        ),
+    ),
     ("magic-looking literal 'eos' is a literal", variant(fields__content__close="eos")),
 ]
 
@@ -146,11 +237,13 @@ def test_nan_is_refused_with_a_reason() -> None:
     """The one documented divergence: a generated module can only embed plain literals."""
     template = variant(defaults={"score": float("nan")})
     load_response_template(template)
-    with pytest.raises(TemplateError, match="defaults.score: nan cannot be embedded"):
+    with pytest.raises(TemplateError, match=r"defaults\.score: nan cannot be embedded"):
         build_template(template)
 
 
-JSON_VALUES = st.sampled_from([None, 0, 1, True, False, "", "x", "(", "<x>", [], ["<x>"], [1], {}, {"a": 1}, 1.5])
+JSON_VALUES = st.sampled_from(
+    [None, 0, 1, True, False, "", "x", "(", "<x>", [], ["<x>"], [1], {}, {"a": 1}, 1.5]
+)
 
 
 @st.composite
@@ -168,7 +261,13 @@ def mutated_templates(draw: Any) -> Any:
         action = draw(st.sampled_from(["set", "delete", "add"]))
         keys = sorted(node, key=str)
         if action == "add" or not keys:
-            node[draw(st.sampled_from(["open", "close_pattern", "join", "transform", "content", "bogus"]))] = draw(JSON_VALUES)
+            node[
+                draw(
+                    st.sampled_from(
+                        ["open", "close_pattern", "join", "transform", "content", "bogus"]
+                    )
+                )
+            ] = draw(JSON_VALUES)
         elif action == "delete":
             del node[draw(st.sampled_from(keys))]
         else:
@@ -180,9 +279,11 @@ def mutated_templates(draw: Any) -> Any:
 def test_accepts_exactly_what_the_reference_accepts(template: Any) -> None:
     try:
         load_response_template(template)
-    except Exception as error:  # noqa: BLE001 - comparing classes
+    except Exception as error:
         with pytest.raises(TemplateError) as caught:
             build_template(template)
-        assert isinstance(caught.value, type(error)), f"reference raised {type(error).__name__}: {error}"
+        assert isinstance(
+            caught.value, type(error)
+        ), f"reference raised {type(error).__name__}: {error}"
         return
     compile_source(template, "mutant", format=False)
