@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from differential import check
+from fixtures import load_fixtures
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes
@@ -22,7 +23,7 @@ def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
     template = entry.data["response_template"]
     parser = importlib.import_module(f"generated.{name}").Parser
     literals = template_literals(template)
-    samples = REGEX_SAMPLES.get(name, [])
+    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
     output = data.draw(outputs_for(literals, samples, max_size=20), label="output")
     prompts = sorted(entry.generation_prompt.values())
     prefix = data.draw(

@@ -1,0 +1,71 @@
+"""Catalog fixtures: tests/fixtures/NAME.json, one file per catalog entry.
+
+    {
+      "samples": ["strings that match the entry's regex delimiters (for property tests)"],
+      "cases": [
+        {
+          "name": "two parallel calls",
+          "covers": ["several_tool_calls"],
+          "prefix": "<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n",
+          "output": "raw model output",
+          "tools": [optional tool schemas],
+          "expected": {"role": "assistant", ...}      # or
+          "error": "ValueError"                        # the exception a caller sees
+        }
+      ]
+    }
+
+`covers` tags the situations each entry must show (see COVERAGE).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+COVERAGE = {
+    "several_tool_calls": "two or more tool calls in one output",
+    "content_around_calls": "content before, between or after tool calls",
+    "reasoning_unterminated": "reasoning without its end tag",
+    "truncated": "output cut off in the middle of a region",
+    "unicode_arguments": "non-ASCII text in tool-call arguments",
+    "empty_arguments": "a tool call with no arguments",
+}
+
+
+def load_fixtures(name: str) -> dict[str, Any]:
+    path = FIXTURES / f"{name}.json"
+    if not path.exists():
+        return {"samples": [], "cases": []}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def required_coverage(template: dict[str, Any]) -> set[str]:
+    """The coverage tags that apply to a template: tool tags need tool_calls, and so on."""
+    fields = template.get("fields", {})
+    tags = set(COVERAGE)
+    if "tool_calls" not in fields:
+        tags -= {"several_tool_calls", "content_around_calls", "unicode_arguments", "empty_arguments"}
+    if "thinking" not in fields:
+        tags -= {"reasoning_unterminated"}
+    return tags
+
+
+def fixture_chunkings(text: str, seed: str) -> list[list[str]]:
+    """Every kind of chunking the differential tests use, chosen deterministically."""
+    rng = random.Random(seed)
+    chunkings = [[text], list(text)]
+    for size in (2, 3, 4, 7):
+        chunkings.append([text[i : i + size] for i in range(0, len(text), size)] or [""])
+    for _ in range(6):
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(1, 12))))
+        bounds = [0, *cuts, len(text)]
+        chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        for _ in range(rng.randint(0, 3)):
+            chunks.insert(rng.randint(0, len(chunks)), "")
+        chunkings.append(chunks)
+    return chunkings

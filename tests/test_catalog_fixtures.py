@@ -1,0 +1,45 @@
+"""Each catalog entry parses its fixtures to the expected message, under every chunking."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from differential import check
+from fixtures import COVERAGE, fixture_chunkings, load_fixtures, required_coverage
+
+from compiler.catalog import entry_names, load_entry
+
+MIN_CASES = 6
+CASES = [(name, case) for name in entry_names() for case in load_fixtures(name)["cases"]]
+
+
+@pytest.mark.parametrize("name", entry_names())
+def test_entry_has_enough_fixtures(name: str) -> None:
+    cases = load_fixtures(name)["cases"]
+    assert len(cases) >= MIN_CASES, f"{name}: {len(cases)} fixture cases, at least {MIN_CASES} required"
+    covered = {tag for case in cases for tag in case.get("covers", [])}
+    assert covered <= set(COVERAGE), f"{name}: unknown coverage tags {covered - set(COVERAGE)}"
+    missing = required_coverage(load_entry(name).data["response_template"]) - covered
+    assert not missing, f"{name}: no fixture covers {sorted(missing)}"
+
+
+def run(parser_cls: Any, case: dict[str, Any], chunks: list[str]) -> tuple[str, Any]:
+    try:
+        parser = parser_cls(case["prefix"], tools=case.get("tools"))
+        for chunk in chunks:
+            parser.feed(chunk)
+        return "message", parser.finalize()[0]
+    except Exception as error:  # noqa: BLE001 - the class is what fixtures expect
+        return "error", type(error).__name__
+
+
+@pytest.mark.parametrize("name, case", CASES, ids=[f"{name}-{case['name']}" for name, case in CASES])
+def test_fixture(name: str, case: dict[str, Any]) -> None:
+    parser_cls = importlib.import_module(f"generated.{name}").Parser
+    template = load_entry(name).data["response_template"]
+    expected = ("error", case["error"]) if "error" in case else ("message", case["expected"])
+    for chunks in fixture_chunkings(case["output"], f"{name}/{case['name']}"):
+        assert run(parser_cls, case, chunks) == expected, f"chunks={chunks!r}"
+        check(template, parser_cls, case["prefix"], chunks, case.get("tools"))
