@@ -109,7 +109,7 @@ class FieldNames:
         return f"{self.upper}_{kind.upper()}"
 
     def identifiers(self) -> list[str]:
-        names = [self.state, self.feed, self.close, f"{self.upper}_STOP"]
+        names = [self.state, self.feed, self.close, f"{self.upper}_STOP", f"{self.upper}_LITERALS"]
         for kind in ("open", "close"):
             base = self.delimiter(kind)
             names += [base, f"{base}_RE", f"{base}_HOLDBACK"]
@@ -172,11 +172,27 @@ class StateContext:
     constant: str
     feed: str | None  # fast-path method, None when every chunk must be scanned
     stop: str | None  # constant holding a compiled stop-character class, if used
+    literals_constant: str  # constant holding the alternation of the state's literals
 
     @property
     def stop_pattern(self) -> str:
         chars = self.plan.stop_chars or ()
         return "[" + "".join(re.escape(char) for char in chars) + "]"
+
+    @property
+    def literal_watches(self) -> list[tuple[int, Watch]]:
+        """(rank, watch) for literal delimiters; rank is the reference's tie-break order."""
+        return [(rank, watch) for rank, watch in enumerate(self.plan.watches) if watch.delimiter.is_literal]
+
+    @property
+    def pattern_watches(self) -> list[tuple[int, Watch]]:
+        return [(rank, watch) for rank, watch in enumerate(self.plan.watches) if not watch.delimiter.is_literal]
+
+    @property
+    def literals_pattern(self) -> str:
+        """One alternation over every watched literal (only its match positions are used)."""
+        literals = {literal for _, watch in self.literal_watches for literal in watch.delimiter.literals or ()}
+        return "|".join(re.escape(literal) for literal in sorted(literals, key=lambda item: (-len(item), item)))
 
 
 @lru_cache(maxsize=1)
@@ -258,7 +274,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
                 if w.profile
             },
             uses_regex=_needs_regex(template, field_names),
-            uses_re=any(item.stop for item in states),
+            uses_re=any(item.stop or item.literal_watches for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
             default_keys=set(template.defaults),
             runtime_imports=_runtime_imports(template, field_names, states),
@@ -288,15 +304,23 @@ def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
 
 def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateContext:
     names = by_field[plan.field.name] if plan.field is not None else None
-    constant = names.state if names is not None else "SINK"
+    # Field-derived names start with a letter, so the sink's underscore names cannot clash.
+    prefix = names.upper if names is not None else "_SINK"
     stop_chars = plan.stop_chars
     feed = None
     stop = None
     if stop_chars is not None:
         feed = names.feed if names is not None else "_outside_regions"
         if len(stop_chars) > MAX_INLINE_STOP_CHARS:
-            stop = f"{names.upper}_STOP" if names is not None else "SINK_STOP"
-    return StateContext(plan=plan, names=names, constant=constant, feed=feed, stop=stop)
+            stop = f"{prefix}_STOP"
+    return StateContext(
+        plan=plan,
+        names=names,
+        constant=names.state if names is not None else "SINK",
+        feed=feed,
+        stop=stop,
+        literals_constant=f"{prefix}_LITERALS",
+    )
 
 
 def _runtime_imports(

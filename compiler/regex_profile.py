@@ -54,6 +54,9 @@ _QUANTIFIER = re.compile(r"\{\d*(?:,\d*)?\}")
 class RegexProfile:
     lookbehind: int | None
     first_chars: frozenset[str] | None
+    # False when the pattern is outside the analysable subset: nothing is assumed about it,
+    # not even that its matches are independent of where a search starts (as with \G).
+    analysed: bool = True
 
     @property
     def kind(self) -> str:
@@ -61,7 +64,7 @@ class RegexProfile:
         return "always-searched" if self.first_chars is None else "prefiltered"
 
 
-UNKNOWN = RegexProfile(lookbehind=None, first_chars=None)
+UNKNOWN = RegexProfile(lookbehind=None, first_chars=None, analysed=False)
 
 
 def profile(pattern: str) -> RegexProfile:

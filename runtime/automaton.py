@@ -1,15 +1,23 @@
 """The per-state delimiter automaton that generated modules declare as constants.
 
-A parser state watches a fixed set of delimiters (see DESIGN.md, "What is watched in
-each state"). For each one the scan loop asks a single question: where does its next
-match start and end, and could more input still change it ("pending")? The matchers
-below answer it with exactly the semantics of `regex`'s partial search, which the
-reference interpreter uses: a complete match if there is one anywhere (the leftmost),
-otherwise the leftmost partial match running into the end of the buffer.
+A parser state watches a fixed set of delimiters (DESIGN.md, "What is watched in each
+state"). One scan step asks, of each: where is its next match, and could more input
+still change it ("pending")? The reference answers with `regex`'s partial search: a
+complete match if there is one anywhere (the leftmost; the longest literal of a list at
+that position), otherwise the leftmost partial match running into the end of the buffer.
+`State.scan` gives the same answers, then makes the reference's decision: the best
+complete match (earliest, then longest, then opens before closes and by field name) is
+committed if it starts before every pending match.
 
-Literal delimiters never call a regex engine: a complete match is `str.find`, and a
-partial one is a suffix of the buffer found in the precomputed hold-back table (the set
-of proper prefixes of the delimiter's literals).
+Literal delimiters are searched together, with one alternation over all of a state's
+literals (stdlib `re`: one C-level pass, however many literals). Only the leftmost hit
+matters: every delimiter with a literal there has its own leftmost match there. A partial
+match can only be a buffer suffix shorter than the longest literal; it is looked up in the
+delimiter's hold-back table, and only when the decision depends on that tail.
+
+Within one scan loop the buffer does not change, so a search result that still lies
+ahead of the scan position is reused (`memo`): one-shot parsing of a long text then
+searches each stretch of it once, not once per region.
 """
 
 from __future__ import annotations
@@ -20,15 +28,15 @@ from typing import Any
 OPEN = 0
 CLOSE = 1
 
-# One scan result: (start, end, pending, match). `match` is the regex match object for
-# regex delimiters (opens take their named captures from it), None for literals.
-Hit = tuple[int, int, bool, Any]
+# A chosen match: (start, end, delimiter, regex match object or None for a literal).
+Hit = tuple[int, int, Any, Any]
+_UNSEEN = -2
 
 
 class LiteralDelimiter:
     """A delimiter written as one literal or a list of literals (`open` / `close`)."""
 
-    __slots__ = ("kind", "field", "target", "literals", "can_extend", "holdback", "longest")
+    __slots__ = ("kind", "field", "rank", "target", "literals", "can_extend", "holdback", "longest")
 
     def __init__(
         self,
@@ -36,100 +44,98 @@ class LiteralDelimiter:
         field: str,
         literals: tuple[str, ...],
         *,
+        rank: int,
         holdback: frozenset[str],
         can_extend: bool = False,
         target: State | None = None,
     ) -> None:
         self.kind = kind
         self.field = field
+        self.rank = rank  # position in the state's tie-break order
         self.target = target
         # Longest first, template order among equals: the order in which the reference's
-        # alternation tries them, so a tie at one position goes to the longest literal.
+        # alternation tries them, so the longest literal wins at a shared position.
         self.literals = literals
         # True when one literal is a proper prefix of another: a complete match that ends
         # at the buffer edge could then still grow, so it stays pending.
         self.can_extend = can_extend
-        self.holdback = holdback
+        self.holdback = holdback  # the literals' proper prefixes
         self.longest = max(len(literal) for literal in literals)
 
-    def search(self, buf: str, pos: int) -> Hit | None:
-        start = -1
-        end = 0
+    def match_at(self, buf: str, index: int) -> int:
+        """End of the longest of these literals found at `index`, or -1."""
         for literal in self.literals:
-            index = buf.find(literal, pos)
-            if index != -1 and (start == -1 or index < start):
-                start = index
-                end = index + len(literal)
-        size = len(buf)
-        if start != -1:
-            return start, end, self.can_extend and end == size, None
-        holdback = self.holdback
-        for width in range(min(self.longest - 1, size - pos), 0, -1):
-            if buf[size - width :] in holdback:
-                return size - width, size, True, None
-        # regex would report an empty partial match at the very end; it never holds text.
-        return None
+            if buf.startswith(literal, index):
+                return index + len(literal)
+        return -1
 
-    def search_final(self, buf: str, pos: int) -> Hit | None:
-        """At end of stream nothing is partial: only complete matches count."""
-        start = -1
-        end = 0
-        for literal in self.literals:
-            index = buf.find(literal, pos)
-            if index != -1 and (start == -1 or index < start):
-                start = index
-                end = index + len(literal)
-        return None if start == -1 else (start, end, False, None)
+    def occurs_from(self, buf: str, index: int) -> bool:
+        return any(buf.find(literal, index) != -1 for literal in self.literals)
+
+    def partial(self, buf: str, pos: int) -> int:
+        """Start of the longest buffer suffix (from `pos` on) that begins one of these
+        literals without completing it, or -1."""
+        size = len(buf)
+        for width in range(min(self.longest - 1, size - pos), 0, -1):
+            if buf[size - width :] in self.holdback:
+                return size - width
+        return -1
 
 
 class RegexDelimiter:
     """A delimiter written as a regex (`open_pattern` / `close_pattern`).
 
     A complete match that ends at the buffer edge is pending: more text could extend it.
+    `memo` is False for patterns whose matches could depend on where a search starts
+    (anything the compiler could not analyse), whose results are never reused.
     """
 
-    __slots__ = ("kind", "field", "target", "pattern")
+    __slots__ = ("kind", "field", "rank", "target", "pattern", "memo")
 
-    def __init__(self, kind: int, field: str, pattern: Any, *, target: State | None = None) -> None:
+    def __init__(
+        self, kind: int, field: str, pattern: Any, *, rank: int, memo: bool = True, target: State | None = None
+    ) -> None:
         self.kind = kind
         self.field = field
+        self.rank = rank
         self.target = target
         self.pattern = pattern
+        self.memo = memo
 
-    def search(self, buf: str, pos: int) -> Hit | None:
+    def search(self, buf: str, pos: int, eos: bool) -> tuple[int, int, bool, Any] | None:
+        """(start, end, pending, match) of the next match, partial ones included unless at eos."""
+        if eos:
+            match = self.pattern.search(buf, pos)
+            if match is None:
+                return None
+            start, end = match.span()
+            return start, end, False, match
         match = self.pattern.search(buf, pos, partial=True)
         if match is None:
             return None
         start, end = match.span()
         return start, end, match.partial or end == len(buf), match
 
-    def search_final(self, buf: str, pos: int) -> Hit | None:
-        match = self.pattern.search(buf, pos)
-        if match is None:
-            return None
-        start, end = match.span()
-        return start, end, False, match
-
-
-Delimiter = LiteralDelimiter | RegexDelimiter
-
 
 class State:
     """One parser state: the region text is routed to, and what it watches.
 
-    `field` is None for the null sink (templates without an implicit field). `feed` is the
-    generated fast path for this state, or None when every chunk must be scanned. `close`
-    is the generated method that parses, stores and reports the region's value.
-    `delims` are ordered by (kind, field name): the reference's tie-break order.
+    `field` is None for the null sink (templates without an implicit field). `literals`
+    and `patterns` are the watched delimiters; `literals_re` is one alternation over all
+    the literals. `feed` is the generated fast path for this state, or None when every
+    chunk must be scanned; `close` the generated method that parses, stores and reports
+    the region's value.
     """
 
-    __slots__ = ("field", "dirty", "implicit", "delims", "feed", "close")
+    __slots__ = ("field", "dirty", "implicit", "literals", "literals_re", "patterns", "tail", "feed", "close")
 
     def __init__(
         self,
         field: str | None,
         *,
-        delims: tuple[Delimiter, ...],
+        literals: tuple[LiteralDelimiter, ...] = (),
+        literals_re: Any = None,
+        patterns: tuple[RegexDelimiter, ...] = (),
         feed: Callable[..., Any] | None,
         close: Callable[..., Any] | None,
         dirty: bool = False,
@@ -138,9 +144,67 @@ class State:
         self.field = field
         self.dirty = dirty
         self.implicit = implicit
-        self.delims = delims
+        self.literals = literals  # in rank order
+        self.literals_re = literals_re
+        self.patterns = patterns
+        # Partial literal matches start no earlier than this many characters from the end.
+        self.tail = max((delim.longest - 1 for delim in literals), default=0)
         self.feed = feed
         self.close = close
 
     def __repr__(self) -> str:
         return f"<State {self.field!r}>"
+
+    def scan(self, buf: str, pos: int, eos: bool, memo: dict[Any, Any]) -> tuple[Hit | None, int]:
+        """One scan step: the match to commit (or None), and where held-back text starts."""
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+
+        found = -1  # leftmost start of any watched literal
+        if self.literals:
+            found = memo.get(self, _UNSEEN)
+            if found == _UNSEEN or pos > found >= 0:
+                match = self.literals_re.search(buf, pos)
+                found = -1 if match is None else match.start()
+                memo[self] = found
+            if found != -1:
+                for delim in self.literals:
+                    end = delim.match_at(buf, found)
+                    if end == -1:
+                        continue
+                    if not eos and delim.can_extend and end == size:
+                        hold = found
+                    elif best is None or end > best[1]:
+                        best = (found, end, delim, None)
+
+        for delim in self.patterns:
+            hit = memo.get(delim, _UNSEEN) if delim.memo else _UNSEEN
+            if hit is _UNSEEN or (hit is not None and hit[0] < pos):
+                hit = delim.search(buf, pos, eos)
+                memo[delim] = hit
+            if hit is None:
+                continue
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif (
+                best is None
+                or start < best[0]
+                or (start == best[0] and (end - best[1] or best[2].rank - delim.rank) > 0)
+            ):
+                best = (start, end, delim, match)
+
+        if not eos and self.literals and min(hold, size if best is None else best[0]) >= size - self.tail:
+            # Only now can a partial literal at the end of the buffer decide anything.
+            for delim in self.literals:
+                if found != -1 and (delim.match_at(buf, found) != -1 or delim.occurs_from(buf, found + 1)):
+                    continue  # it has a complete match, so no partial one
+                start = delim.partial(buf, pos)
+                if start != -1 and start < hold:
+                    hold = start
+
+        if best is not None and best[0] >= hold:
+            best = None
+        return best, hold

@@ -185,6 +185,7 @@ class CompiledParser:
         """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
         buf = self._buf
         size = len(buf)
+        memo: dict[Any, Any] = {}
         seen_at = -1
         seen: list[tuple[State, bool]] = []
         while True:
@@ -199,32 +200,15 @@ class CompiledParser:
             else:
                 seen.append(configuration)
 
-            best = None
-            hold = size
-            for delim in state.delims:
-                hit = delim.search_final(buf, pos) if eos else delim.search(buf, pos)
-                if hit is None:
-                    continue
-                start, end, pending, _ = hit
-                if pending:
-                    if start < hold:
-                        hold = start
-                elif (
-                    best is None
-                    or start < best[0]
-                    or (start == best[0] and end - start > best[1] - best[0])
-                ):
-                    best = hit
-                    best_delim = delim
-
-            if best is not None and best[0] < hold:
-                start, end, _, match = best
+            best, hold = state.scan(buf, pos, eos, memo)
+            if best is not None:
+                start, end, delim, match = best
                 if start > pos:
                     self._accumulate(events, buf[pos:start])
                 self._pos = end
-                if best_delim.kind == OPEN:
+                if delim.kind == OPEN:
                     self._close_current(events)
-                    self._open(events, best_delim.target, match)  # type: ignore[arg-type]
+                    self._open(events, delim.target, match)
                 else:
                     # A zero-width close of a region that never opened returns to the same
                     # configuration: the progress rule ends the call there, as the reference does.
