@@ -327,6 +327,8 @@ def _runtime_imports(
     template: Template, fields: list[FieldNames], states: list[StateContext]
 ) -> list[str]:
     used = {"CompiledParser", "Event", "State"}
+    if any(state.feed and state.names is not None for state in states):
+        used.add("PARTS_PER_BLOCK")
     for state in states:
         for watch in state.plan.watches:
             used.add(watch.kind.upper())

@@ -32,6 +32,9 @@ from .tools import coerce_tool_calls, tool_parameters
 
 Event = dict[str, Any]
 
+# A region's chunks are joined into one block every this many chunks (see _compact).
+PARTS_PER_BLOCK = 256
+
 # finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
 # feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
@@ -70,7 +73,8 @@ class CompiledParser:
         self._output: dict[str, Any] = self._new_output()
         self._state = self.START
         self._opened = False
-        self._parts: list[str] = []
+        self._parts: list[str] = []  # the open region's latest chunks
+        self._blocks: list[str] = []  # and its earlier ones, joined PARTS_PER_BLOCK at a time
         self._captures: dict[str, Any] = {}
         self._pending = ""
         self._context = ""
@@ -234,7 +238,10 @@ class CompiledParser:
         if not self._opened:
             events.append({"type": "region_open", "field": field})
             self._opened = True
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         events.append({"type": "region_chunk", "field": field, "text": text, "dirty": state.dirty})
 
     def _open(self, events: list[Event], state: State, match: Any) -> None:
@@ -246,6 +253,7 @@ class CompiledParser:
                 key: value for key, value in match.groupdict().items() if value is not None
             }
         self._parts = []
+        self._blocks = []
         self._opened = True
         events.append({"type": "region_open", "field": state.field})
 
@@ -255,7 +263,28 @@ class CompiledParser:
         self._state = self.START
         self._captures = {}
         self._parts = []
+        self._blocks = []
         self._opened = False
+
+    def _compact(self) -> None:
+        """Join the region's small chunks into one block.
+
+        A long region arrives as hundreds of thousands of small chunks; kept as separate
+        strings they would cost some fifty bytes each. Blocks keep memory near the text's
+        own size, and each character is copied once more, not once per chunk.
+        """
+        self._blocks.append("".join(self._parts))
+        self._parts = []
+
+    def _body(self) -> str:
+        """The open region's whole text, releasing the pieces it was kept in."""
+        blocks = self._blocks
+        if not blocks:
+            return "".join(self._parts)
+        blocks.append("".join(self._parts))
+        self._blocks = []
+        self._parts = []
+        return "".join(blocks)
 
     def _coerce(self, value: Any) -> Any:
         """Cast tool-call arguments with the tools' JSON schemas, when tools were given."""

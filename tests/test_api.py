@@ -127,7 +127,7 @@ def test_jit_source_is_in_linecache_for_tracebacks() -> None:
         parser.parse("<n>not a number</n>", prefix="")
     rendered = "".join(traceback.format_exception(caught.value))
     assert "<response-template counter sha256:" in rendered
-    assert 'content = int("".join(self._parts).strip())' in rendered
+    assert "content = int(self._body().strip())" in rendered
     filename = str(caught.traceback[-1].path)
     assert filename.startswith("<response-template counter") and linecache.getlines(filename)
 
