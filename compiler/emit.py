@@ -112,7 +112,7 @@ class FieldNames:
         names = [self.state, self.feed, self.close, f"{self.upper}_STOP", f"{self.upper}_LITERALS"]
         for kind in ("open", "close"):
             base = self.delimiter(kind)
-            names += [base, f"{base}_RE", f"{base}_HOLDBACK"]
+            names += [base, f"{base}_RE", f"{base}_HOLDBACK", f"{base}_PREFIX", f"{base}_PREFIX_HOLDBACK"]
         for plan in self.content.walk():
             names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
             if plan.function:

@@ -57,6 +57,14 @@ class RegexProfile:
     # False when the pattern is outside the analysable subset: nothing is assumed about it,
     # not even that its matches are independent of where a search starts (as with \G).
     analysed: bool = True
+    # Text every match starts with ("" if none): a plain `str.find` for it tells where a
+    # match can start, so the regex engine runs only where one can.
+    literal_prefix: str = ""
+
+    @property
+    def prefix_holdback(self) -> frozenset[str]:
+        """The literal prefix's proper, non-empty prefixes: where a partial match can start."""
+        return frozenset(self.literal_prefix[:end] for end in range(1, len(self.literal_prefix)))
 
     @property
     def kind(self) -> str:
@@ -81,8 +89,23 @@ def profile(pattern: str) -> RegexProfile:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
     chars, nullable = _first(list(tree))
     return RegexProfile(
-        lookbehind=lookbehind, first_chars=None if nullable or not chars else frozenset(chars)
+        lookbehind=lookbehind,
+        first_chars=None if nullable or not chars else frozenset(chars),
+        literal_prefix=_literal_prefix(list(tree)),
     )
+
+
+def _literal_prefix(items: list[Any]) -> str:
+    """The literal characters every match begins with (zero-width assertions skipped)."""
+    prefix = []
+    for op, av in items:
+        if op is sre.LITERAL:
+            prefix.append(chr(av))
+        elif op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT) and not prefix:
+            continue  # consumes nothing: the match still starts with what follows
+        else:
+            break
+    return "".join(prefix)
 
 
 def _in_common_subset(pattern: str) -> bool:

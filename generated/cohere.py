@@ -11,11 +11,13 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     LiteralDelimiter,
@@ -183,6 +185,18 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
     }
 )
 
+# The literals watched in state CONTENT_STATE, searched in one pass.
+CONTENT_LITERALS = re.compile(r"<\|END_RESPONSE\|>")
+
+# The literals watched in state THINKING_STATE, searched in one pass.
+THINKING_LITERALS = re.compile(r"<\|END_THINKING\|>")
+
+# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
+TOOL_CALLS_LITERALS = re.compile(r"<\|END_ACTION\|>")
+
+# The literals watched in state SINK, searched in one pass.
+_SINK_LITERALS = re.compile(r"<\|START_RESPONSE\|>|<\|START_THINKING\|>|<\|START_ACTION\|>")
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -205,12 +219,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
         # fields.content: content text
-        content = "".join(self._parts).strip()
+        content = self._body().strip()
         value = self._coerce(content)
         self._output["content"] = value
         events.append({"type": "region_close", "field": "content", "value": value})
@@ -221,12 +238,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
-        content = "".join(self._parts).strip()
+        content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
         events.append({"type": "region_close", "field": "thinking", "value": value})
@@ -237,12 +257,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content json, transform_each
-        content = parse_json("".join(self._parts))
+        content = parse_json(self._body())
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -269,40 +292,46 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     CONTENT_STATE = State(
         "content",
-        delims=(
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), holdback=CONTENT_CLOSE_HOLDBACK),
+        literals=(
+            LiteralDelimiter(
+                CLOSE, "content", (CONTENT_CLOSE,), rank=0, holdback=CONTENT_CLOSE_HOLDBACK
+            ),
         ),
+        literals_re=CONTENT_LITERALS,
         feed=_feed_content,
         close=_close_content,
     )
     THINKING_STATE = State(
         "thinking",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), holdback=THINKING_CLOSE_HOLDBACK
+                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=THINKING_LITERALS,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), holdback=TOOL_CALLS_CLOSE_HOLDBACK
+                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=TOOL_CALLS_LITERALS,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
     )
     SINK = State(
         None,
-        delims=(
+        literals=(
             LiteralDelimiter(
                 OPEN,
                 "content",
                 (CONTENT_OPEN,),
+                rank=0,
                 holdback=CONTENT_OPEN_HOLDBACK,
                 target=CONTENT_STATE,
             ),
@@ -310,6 +339,7 @@ class Parser(CompiledParser):
                 OPEN,
                 "thinking",
                 (THINKING_OPEN,),
+                rank=1,
                 holdback=THINKING_OPEN_HOLDBACK,
                 target=THINKING_STATE,
             ),
@@ -317,10 +347,12 @@ class Parser(CompiledParser):
                 OPEN,
                 "tool_calls",
                 (TOOL_CALLS_OPEN,),
+                rank=2,
                 holdback=TOOL_CALLS_OPEN_HOLDBACK,
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        literals_re=_SINK_LITERALS,
         feed=_outside_regions,
         close=None,
     )

@@ -11,6 +11,7 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import regex
@@ -18,6 +19,7 @@ import regex
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     LiteralDelimiter,
@@ -89,6 +91,15 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
     }
 )
 
+# The literals watched in state THINKING_STATE, searched in one pass.
+THINKING_LITERALS = re.compile(r"</think>")
+
+# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
+TOOL_CALLS_LITERALS = re.compile(r"</tool_call>")
+
+# The literals watched in state SINK, searched in one pass.
+_SINK_LITERALS = re.compile("<response>\\\n|<tool_call>")
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -112,12 +123,15 @@ class Parser(CompiledParser):
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
         self._context = (self._context + text)[-1:]
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
-        content = "".join(self._parts).strip()
+        content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
         events.append({"type": "region_close", "field": "thinking", "value": value})
@@ -129,12 +143,15 @@ class Parser(CompiledParser):
         if self._pending or not text or "\n" in text or "<" in text:
             return self._scan_feed(text)
         self._context = (self._context + text)[-1:]
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
         # fields.content: content text
-        content = "".join(self._parts).strip()
+        content = self._body().strip()
         value = self._coerce(content)
         self._output["content"] = value
         events.append({"type": "region_close", "field": "content", "value": value})
@@ -146,12 +163,15 @@ class Parser(CompiledParser):
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
         self._context = (self._context + text)[-1:]
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content json, transform, repeats
-        content = parse_json("".join(self._parts))
+        content = parse_json(self._body())
         value = self._coerce({"type": "function", "function": content})
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
@@ -160,49 +180,56 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), holdback=THINKING_CLOSE_HOLDBACK
+                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=THINKING_LITERALS,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     CONTENT_STATE = State(
         "content",
-        delims=(RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE),),
+        patterns=(RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=0),),
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), holdback=TOOL_CALLS_CLOSE_HOLDBACK
+                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=TOOL_CALLS_LITERALS,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
     )
     SINK = State(
         None,
-        delims=(
+        literals=(
             LiteralDelimiter(
                 OPEN,
                 "content",
                 (CONTENT_OPEN,),
+                rank=0,
                 holdback=CONTENT_OPEN_HOLDBACK,
                 target=CONTENT_STATE,
             ),
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, target=THINKING_STATE),
             LiteralDelimiter(
                 OPEN,
                 "tool_calls",
                 (TOOL_CALLS_OPEN,),
+                rank=2,
                 holdback=TOOL_CALLS_OPEN_HOLDBACK,
                 target=TOOL_CALLS_STATE,
             ),
+        ),
+        literals_re=_SINK_LITERALS,
+        patterns=(
+            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=1, target=THINKING_STATE),
         ),
         feed=None,
         close=None,

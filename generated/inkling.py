@@ -11,6 +11,7 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import regex
@@ -18,6 +19,7 @@ import regex
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     LiteralDelimiter,
@@ -143,6 +145,15 @@ TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
     }
 )
 
+# The literals watched in state THINKING_STATE, searched in one pass.
+THINKING_LITERALS = re.compile(r"<\|end_message\|>")
+
+# The literals watched in state CONTENT_STATE, searched in one pass.
+CONTENT_LITERALS = re.compile(r"<\|end_message\|>")
+
+# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
+TOOL_CALLS_LITERALS = re.compile(r"<\|end_message\|>")
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -165,12 +176,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text, repeats joined
-        content = "".join(self._parts)
+        content = self._body()
         value = self._coerce(content)
         text = require_str(value, "thinking")
         previous = self._output.get("thinking")
@@ -183,12 +197,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
         # fields.content: content text, repeats joined
-        content = "".join(self._parts)
+        content = self._body()
         value = self._coerce(content)
         text = require_str(value, "content")
         previous = self._output.get("content")
@@ -201,12 +218,15 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text or "<" in text:
             return self._scan_feed(text)
-        self._parts.append(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content json, transform, repeats
-        content = parse_json("".join(self._parts))
+        content = parse_json(self._body())
         value = self._coerce(
             {
                 "type": "function",
@@ -223,39 +243,44 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), holdback=THINKING_CLOSE_HOLDBACK
+                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=THINKING_LITERALS,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     CONTENT_STATE = State(
         "content",
-        delims=(
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), holdback=CONTENT_CLOSE_HOLDBACK),
+        literals=(
+            LiteralDelimiter(
+                CLOSE, "content", (CONTENT_CLOSE,), rank=0, holdback=CONTENT_CLOSE_HOLDBACK
+            ),
         ),
+        literals_re=CONTENT_LITERALS,
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        delims=(
+        literals=(
             LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), holdback=TOOL_CALLS_CLOSE_HOLDBACK
+                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
             ),
         ),
+        literals_re=TOOL_CALLS_LITERALS,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
     )
     SINK = State(
         None,
-        delims=(
-            RegexDelimiter(OPEN, "content", CONTENT_OPEN_RE, target=CONTENT_STATE),
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, target=THINKING_STATE),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, target=TOOL_CALLS_STATE),
+        patterns=(
+            RegexDelimiter(OPEN, "content", CONTENT_OPEN_RE, rank=0, target=CONTENT_STATE),
+            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=1, target=THINKING_STATE),
+            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=2, target=TOOL_CALLS_STATE),
         ),
         feed=None,
         close=None,

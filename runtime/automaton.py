@@ -30,7 +30,8 @@ CLOSE = 1
 
 # A chosen match: (start, end, delimiter, regex match object or None for a literal).
 Hit = tuple[int, int, Any, Any]
-_UNSEEN = -2
+_UNSEEN: Any = object()
+IRRELEVANT: Any = object()  # a regex search that was cut short: nothing starts early enough to matter
 
 
 class LiteralDelimiter:
@@ -86,24 +87,52 @@ class RegexDelimiter:
     """A delimiter written as a regex (`open_pattern` / `close_pattern`).
 
     A complete match that ends at the buffer edge is pending: more text could extend it.
-    `memo` is False for patterns whose matches could depend on where a search starts
-    (anything the compiler could not analyse), whose results are never reused.
+    `prefix` is the text every match starts with, when the compiler found one: a match
+    can then only start where `str.find` finds it (or, partially, in the buffer's last
+    few characters, per `prefix_holdback`), so the regex engine runs only from there.
+    `memo` is False for patterns the compiler could not analyse: their results are never
+    reused, in case they depend on where a search starts.
     """
 
-    __slots__ = ("kind", "field", "rank", "target", "pattern", "memo")
+    __slots__ = ("kind", "field", "rank", "target", "pattern", "prefix", "prefix_holdback", "memo")
 
     def __init__(
-        self, kind: int, field: str, pattern: Any, *, rank: int, memo: bool = True, target: State | None = None
+        self,
+        kind: int,
+        field: str,
+        pattern: Any,
+        *,
+        rank: int,
+        prefix: str = "",
+        prefix_holdback: frozenset[str] = frozenset(),
+        memo: bool = True,
+        target: State | None = None,
     ) -> None:
         self.kind = kind
         self.field = field
         self.rank = rank
         self.target = target
         self.pattern = pattern
+        self.prefix = prefix
+        self.prefix_holdback = prefix_holdback
         self.memo = memo
 
-    def search(self, buf: str, pos: int, eos: bool) -> tuple[int, int, bool, Any] | None:
-        """(start, end, pending, match) of the next match, partial ones included unless at eos."""
+    def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
+        """(start, end, pending, match) of the next match, partial ones included unless at
+        end of stream; None if there is none; IRRELEVANT if none can start at or before
+        `limit` (a result that must not be reused for later positions)."""
+        prefix = self.prefix
+        if prefix:
+            # Complete matches start where the prefix occurs; partial ones may also start in
+            # the last len(prefix) - 1 characters, on a piece of it.
+            index = buf.find(prefix, pos, limit + len(prefix))
+            if index == -1 and not eos:
+                index = self._tail(buf, pos)
+                if index > limit:
+                    index = -1
+            if index == -1:
+                return None if limit >= len(buf) else IRRELEVANT
+            pos = index  # nothing can match before it
         if eos:
             match = self.pattern.search(buf, pos)
             if match is None:
@@ -115,6 +144,14 @@ class RegexDelimiter:
             return None
         start, end = match.span()
         return start, end, match.partial or end == len(buf), match
+
+    def _tail(self, buf: str, pos: int) -> int:
+        """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
+        size = len(buf)
+        for width in range(min(len(self.prefix) - 1, size - pos), 0, -1):
+            if buf[size - width :] in self.prefix_holdback:
+                return size - width
+        return -1
 
 
 class State:
@@ -181,7 +218,10 @@ class State:
         for delim in self.patterns:
             hit = memo.get(delim, _UNSEEN) if delim.memo else _UNSEEN
             if hit is _UNSEEN or (hit is not None and hit[0] < pos):
-                hit = delim.search(buf, pos, eos)
+                # A match starting after the best one so far cannot change this step.
+                hit = delim.search(buf, pos, eos, size if best is None else best[0])
+                if hit is IRRELEVANT:
+                    continue
                 memo[delim] = hit
             if hit is None:
                 continue

@@ -51,10 +51,15 @@ def test_streaming_loop() -> None:
             }
         ],
     }
-    assert [e["type"] for e in events if e["type"] != "region_chunk"] == [
-        "region_open",
-        "region_close",
-    ] * 2
+    # The newline between </think> and <tool_call> is a (blank) content region of its own.
+    assert [(e["type"], e["field"]) for e in events if e["type"] != "region_chunk"] == [
+        ("region_open", "thinking"),
+        ("region_close", "thinking"),
+        ("region_open", "content"),
+        ("region_close", "content"),
+        ("region_open", "tool_calls"),
+        ("region_close", "tool_calls"),
+    ]
     thinking = "".join(
         e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "thinking"
     )

@@ -18,12 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler.ir import Delimiter
+from compiler.regex_profile import profile
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 
 ALPHABET = "ab<"
 BUFFERS = ["".join(chars) for size in range(6) for chars in itertools.product(ALPHABET, repeat=size)]
 LITERALS = ["a", "b", "<", "ab", "ba", "<a", "a<", "<ab", "aba", "b<a", "<ab<"]
-PATTERNS = ["a+", "<a?", "(?:ab)+<", "b$", "(?=a)", "a(?!b)", "(?<=b)a", "<.*?<", "(?:^|<)b", "ab|a"]
+PATTERNS = ["a+", "<a?", "(?:ab)+<", "b$", "(?=a)", "a(?!b)", "(?<=b)a", "<.*?<", "(?:^|<)b", "ab|a", "<ab?<", "ab<.*", "\\ba<"]
 
 
 def reference_step(watched: list[tuple[int, str, Any, Delimiter]], buf: str, pos: int, eos: bool) -> Any:
@@ -76,7 +77,18 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                 LiteralDelimiter(kind, name, spec.ordered, rank=rank, holdback=spec.holdback, can_extend=spec.can_extend)
             )
         else:
-            patterns.append(RegexDelimiter(kind, name, regex.compile(spec.pattern, regex.DOTALL), rank=rank))
+            prof = profile(spec.pattern)
+            patterns.append(
+                RegexDelimiter(
+                    kind,
+                    name,
+                    regex.compile(spec.pattern, regex.DOTALL),
+                    rank=rank,
+                    prefix=prof.literal_prefix,
+                    prefix_holdback=prof.prefix_holdback,
+                    memo=prof.analysed,
+                )
+            )
     every = {literal for delim in literals for literal in delim.literals}
     literals_re = re.compile("|".join(re.escape(s) for s in sorted(every, key=len, reverse=True))) if every else None
     return State("f", literals=tuple(literals), literals_re=literals_re, patterns=tuple(patterns), feed=None, close=None)
