@@ -57,7 +57,9 @@ def parallel_tool_calls(model: str, calls: int = 8) -> str:
     for index in range(calls):
         out.append(reasoning(rng.randint(100, 400), seed=index) + "\n")
         if model == "smollm3":
-            out.append(f'<tool_call>\n{{"name": "lookup_{index}", "arguments": {{"q": "item {index}", "n": {index}}}}}\n</tool_call>\n')
+            out.append(
+                f'<tool_call>\n{{"name": "lookup_{index}", "arguments": {{"q": "item {index}", "n": {index}}}}}\n</tool_call>\n'
+            )
         elif model == "qwen3":
             out.append(
                 f"<tool_call>\n<function=lookup_{index}>\n<parameter=q>\nitem {index}\n</parameter>\n"

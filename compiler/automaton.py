@@ -92,5 +92,7 @@ def build_automaton(template: Template) -> Automaton:
     states.append(start)
 
     reaches = [item.lookbehind for item in profiles.values()]
-    context = None if None in reaches else max([0, *(reach for reach in reaches if reach is not None)])
+    context = (
+        None if None in reaches else max([0, *(reach for reach in reaches if reach is not None)])
+    )
     return Automaton(states=tuple(states), start=start, context=context)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import __version__
-from .automaton import StatePlan, build_automaton
+from .automaton import StatePlan, Watch, build_automaton
 from .ir import (
     ContentPlan,
     Deferred,
@@ -112,7 +112,13 @@ class FieldNames:
         names = [self.state, self.feed, self.close, f"{self.upper}_STOP", f"{self.upper}_LITERALS"]
         for kind in ("open", "close"):
             base = self.delimiter(kind)
-            names += [base, f"{base}_RE", f"{base}_HOLDBACK", f"{base}_PREFIX", f"{base}_PREFIX_HOLDBACK"]
+            names += [
+                base,
+                f"{base}_RE",
+                f"{base}_HOLDBACK",
+                f"{base}_PREFIX",
+                f"{base}_PREFIX_HOLDBACK",
+            ]
         for plan in self.content.walk():
             names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
             if plan.function:
@@ -182,17 +188,31 @@ class StateContext:
     @property
     def literal_watches(self) -> list[tuple[int, Watch]]:
         """(rank, watch) for literal delimiters; rank is the reference's tie-break order."""
-        return [(rank, watch) for rank, watch in enumerate(self.plan.watches) if watch.delimiter.is_literal]
+        return [
+            (rank, watch)
+            for rank, watch in enumerate(self.plan.watches)
+            if watch.delimiter.is_literal
+        ]
 
     @property
     def pattern_watches(self) -> list[tuple[int, Watch]]:
-        return [(rank, watch) for rank, watch in enumerate(self.plan.watches) if not watch.delimiter.is_literal]
+        return [
+            (rank, watch)
+            for rank, watch in enumerate(self.plan.watches)
+            if not watch.delimiter.is_literal
+        ]
 
     @property
     def literals_pattern(self) -> str:
         """One alternation over every watched literal (only its match positions are used)."""
-        literals = {literal for _, watch in self.literal_watches for literal in watch.delimiter.literals or ()}
-        return "|".join(re.escape(literal) for literal in sorted(literals, key=lambda item: (-len(item), item)))
+        literals = {
+            literal
+            for _, watch in self.literal_watches
+            for literal in watch.delimiter.literals or ()
+        }
+        return "|".join(
+            re.escape(literal) for literal in sorted(literals, key=lambda item: (-len(item), item))
+        )
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,14 @@ they call live in the sibling modules. Only `regex` is required at run time.
 
 from .automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
-from .parser import PARTS_PER_BLOCK, CompiledParser, Event, after_last_literal, after_last_match, require_str
+from .parser import (
+    PARTS_PER_BLOCK,
+    CompiledParser,
+    Event,
+    after_last_literal,
+    after_last_match,
+    require_str,
+)
 from .transform import dig, each_item, lookup
 
 __all__ = [

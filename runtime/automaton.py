@@ -31,7 +31,9 @@ CLOSE = 1
 # A chosen match: (start, end, delimiter, regex match object or None for a literal).
 Hit = tuple[int, int, Any, Any]
 _UNSEEN: Any = object()
-IRRELEVANT: Any = object()  # a regex search that was cut short: nothing starts early enough to matter
+IRRELEVANT: Any = (
+    object()
+)  # a regex search that was cut short: nothing starts early enough to matter
 
 
 class LiteralDelimiter:
@@ -164,7 +166,17 @@ class State:
     the region's value.
     """
 
-    __slots__ = ("field", "dirty", "implicit", "literals", "literals_re", "patterns", "tail", "feed", "close")
+    __slots__ = (
+        "field",
+        "dirty",
+        "implicit",
+        "literals",
+        "literals_re",
+        "patterns",
+        "tail",
+        "feed",
+        "close",
+    )
 
     def __init__(
         self,
@@ -236,10 +248,16 @@ class State:
             ):
                 best = (start, end, delim, match)
 
-        if not eos and self.literals and min(hold, size if best is None else best[0]) >= size - self.tail:
+        if (
+            not eos
+            and self.literals
+            and min(hold, size if best is None else best[0]) >= size - self.tail
+        ):
             # Only now can a partial literal at the end of the buffer decide anything.
             for delim in self.literals:
-                if found != -1 and (delim.match_at(buf, found) != -1 or delim.occurs_from(buf, found + 1)):
+                if found != -1 and (
+                    delim.match_at(buf, found) != -1 or delim.occurs_from(buf, found + 1)
+                ):
                     continue  # it has a complete match, so no partial one
                 start = delim.partial(buf, pos)
                 if start != -1 and start < hold:

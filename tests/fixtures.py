@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -49,7 +50,12 @@ def required_coverage(template: dict[str, Any]) -> set[str]:
     fields = template.get("fields", {})
     tags = set(COVERAGE)
     if "tool_calls" not in fields:
-        tags -= {"several_tool_calls", "content_around_calls", "unicode_arguments", "empty_arguments"}
+        tags -= {
+            "several_tool_calls",
+            "content_around_calls",
+            "unicode_arguments",
+            "empty_arguments",
+        }
     if "thinking" not in fields:
         tags -= {"reasoning_unterminated"}
     return tags
@@ -64,7 +70,7 @@ def fixture_chunkings(text: str, seed: str) -> list[list[str]]:
     for _ in range(6):
         cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(1, 12))))
         bounds = [0, *cuts, len(text)]
-        chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
         for _ in range(rng.randint(0, 3)):
             chunks.insert(rng.randint(0, len(chunks)), "")
         chunkings.append(chunks)

@@ -22,12 +22,30 @@ from compiler.regex_profile import profile
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 
 ALPHABET = "ab<"
-BUFFERS = ["".join(chars) for size in range(6) for chars in itertools.product(ALPHABET, repeat=size)]
+BUFFERS = [
+    "".join(chars) for size in range(6) for chars in itertools.product(ALPHABET, repeat=size)
+]
 LITERALS = ["a", "b", "<", "ab", "ba", "<a", "a<", "<ab", "aba", "b<a", "<ab<"]
-PATTERNS = ["a+", "<a?", "(?:ab)+<", "b$", "(?=a)", "a(?!b)", "(?<=b)a", "<.*?<", "(?:^|<)b", "ab|a", "<ab?<", "ab<.*", "\\ba<"]
+PATTERNS = [
+    "a+",
+    "<a?",
+    "(?:ab)+<",
+    "b$",
+    "(?=a)",
+    "a(?!b)",
+    "(?<=b)a",
+    "<.*?<",
+    "(?:^|<)b",
+    "ab|a",
+    "<ab?<",
+    "ab<.*",
+    "\\ba<",
+]
 
 
-def reference_step(watched: list[tuple[int, str, Any, Delimiter]], buf: str, pos: int, eos: bool) -> Any:
+def reference_step(
+    watched: list[tuple[int, str, Any, Delimiter]], buf: str, pos: int, eos: bool
+) -> Any:
     """The reference's scan step, restated: one regex search per delimiter.
 
     Returns (the committed match as (start, end, field, kind), or None; where held-back text
@@ -40,7 +58,9 @@ def reference_step(watched: list[tuple[int, str, Any, Delimiter]], buf: str, pos
         m = pattern.search(buf, pos) if eos else pattern.search(buf, pos, partial=True)
         if m is None:
             continue
-        grows = m.end() == len(buf) and (m.start() == m.end() or spec.literals is None or spec.can_extend)
+        grows = m.end() == len(buf) and (
+            m.start() == m.end() or spec.literals is None or spec.can_extend
+        )
         if not eos and (m.partial or grows):
             hold = min(hold, m.start())
             continue
@@ -54,16 +74,24 @@ def reference_step(watched: list[tuple[int, str, Any, Delimiter]], buf: str, pos
 
 @st.composite
 def watch_sets(draw: Any) -> list[tuple[int, str, Any, Delimiter]]:
-    names = draw(st.lists(st.sampled_from(["f", "g", "h", "k"]), min_size=1, max_size=4, unique=True))
+    names = draw(
+        st.lists(st.sampled_from(["f", "g", "h", "k"]), min_size=1, max_size=4, unique=True)
+    )
     watched = []
     for name in names:
         kind = draw(st.sampled_from([OPEN, CLOSE]))
         if draw(st.integers(0, 2)):
-            literals = tuple(dict.fromkeys(draw(st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3))))
+            literals = tuple(
+                dict.fromkeys(draw(st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3)))
+            )
             spec = Delimiter(path=name, literals=literals)
         else:
             spec = Delimiter(path=name, literals=None, pattern=draw(st.sampled_from(PATTERNS)))
-        source = "|".join(regex.escape(s) for s in spec.ordered) if spec.literals is not None else spec.pattern
+        source = (
+            "|".join(regex.escape(s) for s in spec.ordered)
+            if spec.literals is not None
+            else spec.pattern
+        )
         watched.append((kind, name, regex.compile(source, regex.DOTALL), spec))
     watched.sort(key=lambda item: (item[0], item[1]))
     return watched
@@ -74,7 +102,14 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
     for rank, (kind, name, _, spec) in enumerate(watched):
         if spec.literals is not None:
             literals.append(
-                LiteralDelimiter(kind, name, spec.ordered, rank=rank, holdback=spec.holdback, can_extend=spec.can_extend)
+                LiteralDelimiter(
+                    kind,
+                    name,
+                    spec.ordered,
+                    rank=rank,
+                    holdback=spec.holdback,
+                    can_extend=spec.can_extend,
+                )
             )
         else:
             prof = profile(spec.pattern)
@@ -90,12 +125,25 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                 )
             )
     every = {literal for delim in literals for literal in delim.literals}
-    literals_re = re.compile("|".join(re.escape(s) for s in sorted(every, key=len, reverse=True))) if every else None
-    return State("f", literals=tuple(literals), literals_re=literals_re, patterns=tuple(patterns), feed=None, close=None)
+    literals_re = (
+        re.compile("|".join(re.escape(s) for s in sorted(every, key=len, reverse=True)))
+        if every
+        else None
+    )
+    return State(
+        "f",
+        literals=tuple(literals),
+        literals_re=literals_re,
+        patterns=tuple(patterns),
+        feed=None,
+        close=None,
+    )
 
 
 @given(watched=watch_sets())
-def test_scan_step_matches_the_reference_rule(watched: list[tuple[int, str, Any, Delimiter]]) -> None:
+def test_scan_step_matches_the_reference_rule(
+    watched: list[tuple[int, str, Any, Delimiter]],
+) -> None:
     state = build_state(watched)
     for buf in BUFFERS:
         memo: dict[Any, Any] = {}

@@ -18,7 +18,9 @@ CASES = [(name, case) for name in entry_names() for case in load_fixtures(name)[
 @pytest.mark.parametrize("name", entry_names())
 def test_entry_has_enough_fixtures(name: str) -> None:
     cases = load_fixtures(name)["cases"]
-    assert len(cases) >= MIN_CASES, f"{name}: {len(cases)} fixture cases, at least {MIN_CASES} required"
+    assert (
+        len(cases) >= MIN_CASES
+    ), f"{name}: {len(cases)} fixture cases, at least {MIN_CASES} required"
     covered = {tag for case in cases for tag in case.get("covers", [])}
     assert covered <= set(COVERAGE), f"{name}: unknown coverage tags {covered - set(COVERAGE)}"
     missing = required_coverage(load_entry(name).data["response_template"]) - covered
@@ -31,11 +33,13 @@ def run(parser_cls: Any, case: dict[str, Any], chunks: list[str]) -> tuple[str, 
         for chunk in chunks:
             parser.feed(chunk)
         return "message", parser.finalize()[0]
-    except Exception as error:  # noqa: BLE001 - the class is what fixtures expect
+    except Exception as error:  # the class is what fixtures expect
         return "error", type(error).__name__
 
 
-@pytest.mark.parametrize("name, case", CASES, ids=[f"{name}-{case['name']}" for name, case in CASES])
+@pytest.mark.parametrize(
+    "name, case", CASES, ids=[f"{name}-{case['name']}" for name, case in CASES]
+)
 def test_fixture(name: str, case: dict[str, Any]) -> None:
     parser_cls = importlib.import_module(f"generated.{name}").Parser
     template = load_entry(name).data["response_template"]
