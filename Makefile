@@ -34,5 +34,9 @@ check: $(BUILD_STAMP)
 test: $(TEST_STAMP)
 	$(PY) -m pytest
 
+## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json)
+bench: $(TEST_STAMP)
+	$(PY) bench/run.py
+
 clean-venv:
 	rm -rf $(VENV)

@@ -30,6 +30,14 @@ class Watch:
     profile: RegexProfile | None  # None for literal delimiters
 
     @property
+    def starts(self) -> tuple[str, ...] | None:
+        """Literal text every match starts with (one per literal); None if unknown."""
+        if self.delimiter.literals is not None:
+            return self.delimiter.literals
+        assert self.profile is not None
+        return (self.profile.literal_prefix,) if self.profile.literal_prefix else None
+
+    @property
     def first_chars(self) -> frozenset[str] | None:
         if self.delimiter.literals is not None:
             return frozenset(literal[0] for literal in self.delimiter.literals)
@@ -53,6 +61,29 @@ class StatePlan:
                 return None
             chars |= first
         return tuple(sorted(chars))
+
+    @property
+    def start_texts(self) -> tuple[str, ...] | None:
+        """Every text a watched delimiter's match starts with, if all are known and one is
+        longer than a character (otherwise the stop characters already say everything)."""
+        texts: set[str] = set()
+        for watch in self.watches:
+            starts = watch.starts
+            if starts is None:
+                return None
+            texts.update(starts)
+        return tuple(sorted(texts)) if any(len(text) > 1 for text in texts) else None
+
+    @property
+    def plain_tails(self) -> bool:
+        """Whether a piece of a start text at the end of a chunk is always exactly what the
+        scan would hold back: no start text occurs inside another's proper prefix (which
+        could be a complete match after the piece), and no regex has an assertion in front
+        of its prefix (which could refuse the piece)."""
+        texts = self.start_texts or ()
+        if any(other in text[1:-1] for text in texts for other in texts):
+            return False
+        return all(watch.profile is None or watch.profile.prefix_at_start for watch in self.watches)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,9 @@ class RegexProfile:
     # Text every match starts with ("" if none): a plain `str.find` for it tells where a
     # match can start, so the regex engine runs only where one can.
     literal_prefix: str = ""
+    # True when nothing precedes the prefix (no look-behind or anchor that could refuse a
+    # position): then any piece of the prefix at the buffer's end is a partial match.
+    prefix_at_start: bool = False
 
     @property
     def prefix_holdback(self) -> frozenset[str]:
@@ -92,6 +95,7 @@ def profile(pattern: str) -> RegexProfile:
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
         literal_prefix=_literal_prefix(list(tree)),
+        prefix_at_start=bool(list(tree)) and list(tree)[0][0] is sre.LITERAL,
     )
 
 

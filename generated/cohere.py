@@ -197,6 +197,26 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|END_ACTION\|>")
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile(r"<\|START_RESPONSE\|>|<\|START_THINKING\|>|<\|START_ACTION\|>")
 
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|END_RESPONSE\|>|(?P<tail><\|END_RESPONSE\||<\|END_RESPONSE|<\|END_RESPONS|<\|END_RESPON|<\|END_RESPO|<\|END_RESP|<\|END_RES|<\|END_RE|<\|END_R|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
+)
+
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(
+    r"<\|END_THINKING\|>|(?P<tail><\|END_THINKING\||<\|END_THINKING|<\|END_THINKIN|<\|END_THINKI|<\|END_THINK|<\|END_THIN|<\|END_THI|<\|END_TH|<\|END_T|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
+)
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|END_ACTION\|>|(?P<tail><\|END_ACTION\||<\|END_ACTION|<\|END_ACTIO|<\|END_ACTI|<\|END_ACT|<\|END_AC|<\|END_A|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
+)
+
+# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
+_SINK_STARTS = re.compile(
+    r"<\|START_RESPONSE\|>|<\|START_THINKING\|>|<\|START_ACTION\|>|(?P<tail><\|START_RESPONSE\||<\|START_THINKING\||<\|START_RESPONSE|<\|START_THINKING|<\|START_ACTION\||<\|START_RESPONS|<\|START_THINKIN|<\|START_ACTION|<\|START_RESPON|<\|START_THINKI|<\|START_ACTIO|<\|START_RESPO|<\|START_THINK|<\|START_ACTI|<\|START_RESP|<\|START_THIN|<\|START_ACT|<\|START_RES|<\|START_THI|<\|START_AC|<\|START_RE|<\|START_TH|<\|START_A|<\|START_R|<\|START_T|<\|START_|<\|START|<\|STAR|<\|STA|<\|ST|<\|S|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -217,7 +237,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -236,7 +256,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -255,7 +275,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -284,7 +308,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
             return self._scan_feed(text)
         return []
 
@@ -298,6 +322,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
@@ -309,6 +335,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -320,6 +348,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -353,6 +383,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=_SINK_LITERALS,
+        starts=_SINK_STARTS,
+        plain_tails=True,
         feed=_outside_regions,
         close=None,
     )

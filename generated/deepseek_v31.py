@@ -98,6 +98,9 @@ THINKING_LITERALS = re.compile(r"</think>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<think>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -118,7 +121,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -168,6 +171,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

@@ -170,6 +170,16 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<start_function_response>|<end_of_turn>|<eos>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<end_function_call>|(?P<tail><end_function_call|<end_function_cal|<end_function_ca|<end_function_c|<end_function_|<end_function|<end_functio|<end_functi|<end_funct|<end_func|<end_fun|<end_fu|<end_f|<end_|<end|<en|<e|<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<start_function_call>call:|<start_function_response>|<end_of_turn>|<eos>|(?P<tail><start_function_call>call|<start_function_call>cal|<start_function_response|<start_function_call>ca|<start_function_respons|<start_function_call>c|<start_function_respon|<start_function_call>|<start_function_respo|<start_function_call|<start_function_resp|<start_function_cal|<start_function_res|<start_function_ca|<start_function_re|<start_function_c|<start_function_r|<start_function_|<start_function|<start_functio|<start_functi|<end_of_turn|<start_funct|<end_of_tur|<start_func|<end_of_tu|<start_fun|<end_of_t|<start_fu|<end_of_|<start_f|<end_of|<start_|<end_o|<start|<end_|<star|<end|<eos|<sta|<en|<eo|<st|<e|<s|<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -190,7 +200,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -216,7 +230,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -247,6 +261,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -270,6 +286,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

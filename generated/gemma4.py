@@ -169,6 +169,21 @@ TOOL_CALLS_LITERALS = re.compile(r"<tool_call\|>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile("<\\|channel>thought\\\n|<\\|tool_response>|<turn\\|>|<eos>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(
+    r"<channel\|>|(?P<tail><channel\||<channel|<channe|<chann|<chan|<cha|<ch|<c|<)\Z"
+)
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<tool_call\|>|(?P<tail><tool_call\||<tool_call|<tool_cal|<tool_ca|<tool_c|<tool_|<tool|<too|<to|<t|<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    "<\\|channel>thought\\\n|<\\|tool_call>call:|<\\|tool_response>|<turn\\|>|<eos>|(?P<tail><\\|channel>thought|<\\|channel>though|<\\|tool_call>call|<\\|channel>thoug|<\\|tool_call>cal|<\\|tool_response|<\\|channel>thou|<\\|tool_call>ca|<\\|tool_respons|<\\|channel>tho|<\\|tool_call>c|<\\|tool_respon|<\\|channel>th|<\\|tool_call>|<\\|tool_respo|<\\|channel>t|<\\|tool_call|<\\|tool_resp|<\\|channel>|<\\|tool_cal|<\\|tool_res|<\\|channel|<\\|tool_ca|<\\|tool_re|<\\|channe|<\\|tool_c|<\\|tool_r|<\\|chann|<\\|tool_|<turn\\||<\\|chan|<\\|tool|<turn|<\\|cha|<\\|too|<eos|<tur|<\\|ch|<\\|to|<eo|<tu|<\\|c|<\\|t|<e|<t|<\\||<)\\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -189,7 +204,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -208,7 +223,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -234,7 +253,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -259,6 +278,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -270,6 +291,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -301,6 +324,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

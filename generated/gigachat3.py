@@ -82,6 +82,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset({"<", "</", "</s"})
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"</s>")
 
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|message_sep\|>|</s>|(?P<tail><\|message_sep\||<\|message_sep|<\|message_se|<\|message_s|<\|message_|<\|message|<\|messag|<\|messa|<\|mess|<\|mes|<\|me|</s|<\|m|</|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -111,7 +116,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -154,6 +159,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

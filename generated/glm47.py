@@ -146,6 +146,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|observation\|>|<\|endoftext\|>|<\|user\|>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -175,7 +180,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -226,6 +235,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

@@ -237,6 +237,22 @@ _SINK_LITERALS = re.compile(
     r"<\|channel\|>commentary<\|message\|>|<\|channel\|>analysis<\|message\|>|<\|channel\|>final<\|message\|>"
 )
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(r"<\|end\|>|(?P<tail><\|end\||<\|end|<\|en|<\|e|<\||<)\Z")
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|return\|>|<\|end\|>|(?P<tail><\|return\||<\|return|<\|retur|<\|end\||<\|retu|<\|end|<\|ret|<\|en|<\|re|<\|e|<\|r|<\||<)\Z"
+)
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(r"<\|call\|>|(?P<tail><\|call\||<\|call|<\|cal|<\|ca|<\|c|<\||<)\Z")
+
+# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
+_SINK_STARTS = re.compile(
+    r"<\|channel\|>commentary\ to=functions\.|<\|channel\|>commentary<\|message\|>|<\|channel\|>analysis<\|message\|>|<\|channel\|>final<\|message\|>|(?P<tail><\|channel\|>commentary\ to=functions|<\|channel\|>commentary\ to=function|<\|channel\|>commentary\ to=functio|<\|channel\|>commentary\ to=functi|<\|channel\|>commentary<\|message\||<\|channel\|>commentary\ to=funct|<\|channel\|>commentary<\|message|<\|channel\|>analysis<\|message\||<\|channel\|>commentary\ to=func|<\|channel\|>commentary<\|messag|<\|channel\|>analysis<\|message|<\|channel\|>commentary\ to=fun|<\|channel\|>commentary<\|messa|<\|channel\|>analysis<\|messag|<\|channel\|>commentary\ to=fu|<\|channel\|>commentary<\|mess|<\|channel\|>analysis<\|messa|<\|channel\|>commentary\ to=f|<\|channel\|>commentary<\|mes|<\|channel\|>final<\|message\||<\|channel\|>analysis<\|mess|<\|channel\|>commentary\ to=|<\|channel\|>commentary<\|me|<\|channel\|>final<\|message|<\|channel\|>analysis<\|mes|<\|channel\|>commentary\ to|<\|channel\|>commentary<\|m|<\|channel\|>final<\|messag|<\|channel\|>analysis<\|me|<\|channel\|>commentary\ t|<\|channel\|>commentary<\||<\|channel\|>final<\|messa|<\|channel\|>analysis<\|m|<\|channel\|>commentary\ |<\|channel\|>commentary<|<\|channel\|>final<\|mess|<\|channel\|>analysis<\||<\|channel\|>commentary|<\|channel\|>final<\|mes|<\|channel\|>analysis<|<\|channel\|>commentar|<\|channel\|>final<\|me|<\|channel\|>analysis|<\|channel\|>commenta|<\|channel\|>final<\|m|<\|channel\|>analysi|<\|channel\|>comment|<\|channel\|>final<\||<\|channel\|>analys|<\|channel\|>commen|<\|channel\|>final<|<\|channel\|>analy|<\|channel\|>comme|<\|channel\|>final|<\|channel\|>anal|<\|channel\|>comm|<\|channel\|>fina|<\|channel\|>ana|<\|channel\|>com|<\|channel\|>fin|<\|channel\|>an|<\|channel\|>co|<\|channel\|>fi|<\|channel\|>a|<\|channel\|>c|<\|channel\|>f|<\|channel\|>|<\|channel\||<\|channel|<\|channe|<\|chann|<\|chan|<\|cha|<\|ch|<\|c|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -257,7 +273,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -276,7 +292,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -295,7 +311,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -317,7 +337,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
             return self._scan_feed(text)
         return []
 
@@ -331,6 +351,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -342,6 +364,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
@@ -353,6 +377,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -389,6 +415,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=_SINK_STARTS,
+        plain_tails=True,
         feed=_outside_regions,
         close=None,
     )

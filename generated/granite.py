@@ -148,6 +148,16 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|end_of_text\|>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|end_of_text\|>|(?P<tail><\|end_of_text\||<\|end_of_text|<\|end_of_tex|<\|end_of_te|<\|end_of_t|<\|end_of_|<\|end_of|<\|end_o|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>|Here|(?P<tail><\|end_of_text\||<\|end_of_text|<\|end_of_tex|<\|tool_call\||<\|end_of_te|<\|tool_call|<tool_call|<\|end_of_t|<\|tool_cal|<tool_cal|<\|end_of_|<\|tool_ca|<tool_ca|<\|end_of|<\|tool_c|<tool_c|<\|end_o|<\|tool_|<tool_|<\|end_|<\|tool|<tool|<\|end|<\|too|<too|<\|en|<\|to|<to|<\|e|<\|t|Her|<t|<\||He|<|H)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -177,7 +187,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -208,7 +222,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "H" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "H" in text) and CONTENT_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -241,6 +259,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -272,6 +292,8 @@ class Parser(CompiledParser):
                 target=THINKING_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

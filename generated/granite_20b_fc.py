@@ -100,6 +100,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<function_call>|<\|endoftext\|>")
 
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<function_call>|<\|endoftext\|>|(?P<tail><function_call|<function_cal|<function_ca|<\|endoftext\||<function_c|<\|endoftext|<function_|<\|endoftex|<function|<\|endofte|<functio|<\|endoft|<functi|<\|endof|<funct|<\|endo|<func|<\|end|<fun|<\|en|<fu|<\|e|<f|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -137,7 +142,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -179,6 +184,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

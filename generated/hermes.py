@@ -97,6 +97,16 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<tool_call>|<\|im_end\|>|<think>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<tool_call>|<\|im_end\|>|<think>|(?P<tail><tool_call|<tool_cal|<\|im_end\||<tool_ca|<\|im_end|<tool_c|<\|im_en|<think|<tool_|<\|im_e|<thin|<tool|<\|im_|<thi|<too|<\|im|<th|<to|<\|i|<t|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -126,7 +136,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -145,7 +159,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -182,6 +196,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -210,6 +226,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

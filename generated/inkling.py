@@ -154,6 +154,21 @@ CONTENT_LITERALS = re.compile(r"<\|end_message\|>")
 # The literals watched in state TOOL_CALLS_STATE, searched in one pass.
 TOOL_CALLS_LITERALS = re.compile(r"<\|end_message\|>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(
+    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
+)
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -174,7 +189,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -195,7 +210,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -216,7 +231,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -249,6 +268,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -260,6 +281,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
@@ -271,6 +294,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

@@ -116,6 +116,16 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|action_start\|><\|plugin\|>|<\|im_end\|>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|action_end\|>|(?P<tail><\|action_end\||<\|action_end|<\|action_en|<\|action_e|<\|action_|<\|action|<\|actio|<\|acti|<\|act|<\|ac|<\|a|<\||<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|action_start\|><\|plugin\|>|<\|im_end\|>|(?P<tail><\|action_start\|><\|plugin\||<\|action_start\|><\|plugin|<\|action_start\|><\|plugi|<\|action_start\|><\|plug|<\|action_start\|><\|plu|<\|action_start\|><\|pl|<\|action_start\|><\|p|<\|action_start\|><\||<\|action_start\|><|<\|action_start\|>|<\|action_start\||<\|action_start|<\|action_star|<\|action_sta|<\|action_st|<\|action_s|<\|action_|<\|im_end\||<\|action|<\|im_end|<\|actio|<\|im_en|<\|acti|<\|im_e|<\|act|<\|im_|<\|ac|<\|im|<\|a|<\|i|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -136,7 +146,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -163,7 +177,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -194,6 +208,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -214,6 +230,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

@@ -262,6 +262,26 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|close\|>call<\|sep\|>")
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile(r"<\|open\|>response<\|sep\|>|<\|open\|>think<\|sep\|>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(
+    r"<\|close\|>think<\|sep\|>|(?P<tail><\|close\|>think<\|sep\||<\|close\|>think<\|sep|<\|close\|>think<\|se|<\|close\|>think<\|s|<\|close\|>think<\||<\|close\|>think<|<\|close\|>think|<\|close\|>thin|<\|close\|>thi|<\|close\|>th|<\|close\|>t|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|close\|>response<\|sep\|>|(?P<tail><\|close\|>response<\|sep\||<\|close\|>response<\|sep|<\|close\|>response<\|se|<\|close\|>response<\|s|<\|close\|>response<\||<\|close\|>response<|<\|close\|>response|<\|close\|>respons|<\|close\|>respon|<\|close\|>respo|<\|close\|>resp|<\|close\|>res|<\|close\|>re|<\|close\|>r|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
+)
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|close\|>call<\|sep\|>|(?P<tail><\|close\|>call<\|sep\||<\|close\|>call<\|sep|<\|close\|>call<\|se|<\|close\|>call<\|s|<\|close\|>call<\||<\|close\|>call<|<\|close\|>call|<\|close\|>cal|<\|close\|>ca|<\|close\|>c|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
+)
+
+# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
+_SINK_STARTS = re.compile(
+    '<\\|open\\|>response<\\|sep\\|>|<\\|open\\|>think<\\|sep\\|>|<\\|open\\|>call\\ tool="|(?P<tail><\\|open\\|>response<\\|sep\\||<\\|open\\|>response<\\|sep|<\\|open\\|>response<\\|se|<\\|open\\|>response<\\|s|<\\|open\\|>think<\\|sep\\||<\\|open\\|>call\\ tool=|<\\|open\\|>response<\\||<\\|open\\|>think<\\|sep|<\\|open\\|>call\\ tool|<\\|open\\|>response<|<\\|open\\|>think<\\|se|<\\|open\\|>call\\ too|<\\|open\\|>response|<\\|open\\|>think<\\|s|<\\|open\\|>call\\ to|<\\|open\\|>respons|<\\|open\\|>think<\\||<\\|open\\|>call\\ t|<\\|open\\|>respon|<\\|open\\|>think<|<\\|open\\|>call\\ |<\\|open\\|>respo|<\\|open\\|>think|<\\|open\\|>call|<\\|open\\|>resp|<\\|open\\|>thin|<\\|open\\|>cal|<\\|open\\|>res|<\\|open\\|>thi|<\\|open\\|>ca|<\\|open\\|>re|<\\|open\\|>th|<\\|open\\|>c|<\\|open\\|>r|<\\|open\\|>t|<\\|open\\|>|<\\|open\\||<\\|open|<\\|ope|<\\|op|<\\|o|<\\||<)\\Z'
+)
+
 
 def _tool_calls_value(raw: Any) -> Any:
     # fields.tool_calls.content_args.value_parser
@@ -287,7 +307,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -306,7 +326,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -325,7 +345,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -347,7 +371,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
             return self._scan_feed(text)
         return []
 
@@ -361,6 +385,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -372,6 +398,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
@@ -383,6 +411,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -419,6 +449,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=_SINK_STARTS,
+        plain_tails=True,
         feed=_outside_regions,
         close=None,
     )

@@ -58,6 +58,14 @@ THINKING_LITERALS = re.compile("◁/think▷")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile("<\\|im_end\\|>|◁think▷")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile("◁/think▷|(?P<tail>◁/think|◁/thin|◁/thi|◁/th|◁/t|◁/|◁)\\Z")
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    "<\\|im_end\\|>|◁think▷|(?P<tail><\\|im_end\\||<\\|im_end|<\\|im_en|<\\|im_e|◁think|<\\|im_|◁thin|<\\|im|◁thi|<\\|i|◁th|<\\||◁t|<|◁)\\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -78,7 +86,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "◁" in text:
+        if self._pending or not text or ("◁" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -97,7 +105,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "◁" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "◁" in text) and CONTENT_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -122,6 +134,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -141,6 +155,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=CONTENT_LITERALS,
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

@@ -100,6 +100,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset({"<", "</", "</s"})
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"\[THINK\]|</s>")
 
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"\[TOOL_CALLS\]|\[THINK\]|</s>|(?P<tail>\[TOOL_CALLS|\[TOOL_CALL|\[TOOL_CAL|\[TOOL_CA|\[TOOL_C|\[THINK|\[TOOL_|\[THIN|\[TOOL|\[THI|\[TOO|</s|\[TH|\[TO|</|\[T|<|\[)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -153,7 +158,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "[" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "[" in text) and CONTENT_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -212,6 +221,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

@@ -86,6 +86,14 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|eot_id\|>|<think>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"</TOOLCALL>|(?P<tail></TOOLCALL|</TOOLCAL|</TOOLCA|</TOOLC|</TOOL|</TOO|</TO|</T|</|<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -106,7 +114,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -125,7 +133,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -177,6 +189,8 @@ class Parser(CompiledParser):
                 prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -192,6 +206,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

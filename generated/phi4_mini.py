@@ -113,6 +113,16 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
 
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"<\|endoftext\|>|<\|end\|>|(?P<tail><\|endoftext\||<\|endoftext|<\|endoftex|<\|endofte|<\|endoft|<\|endof|<\|endo|<\|end\||<\|end|<\|en|<\|e|<\||<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<\|endoftext\|>|functools|<\|end\|>|(?P<tail><\|endoftext\||<\|endoftext|<\|endoftex|<\|endofte|<\|endoft|functool|<\|endof|functoo|<\|endo|<\|end\||functo|<\|end|funct|<\|en|func|<\|e|fun|<\||fu|<|f)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -133,7 +143,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -164,7 +178,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "f" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "f" in text) and CONTENT_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -191,6 +209,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=TOOL_CALLS_LITERALS,
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -214,6 +234,8 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

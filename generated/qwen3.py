@@ -113,6 +113,19 @@ THINKING_LITERALS = re.compile(r"</think>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<think>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<tool_call>|<\|im_end\|>|<think>|(?P<tail><tool_call|<tool_cal|<\|im_end\||<tool_ca|<\|im_end|<tool_c|<\|im_en|<think|<tool_|<\|im_e|<thin|<tool|<\|im_|<thi|<too|<\|im|<th|<to|<\|i|<t|<\||<)\Z"
+)
+
 
 def _tool_calls_value(raw: Any) -> Any:
     # fields.tool_calls.content_args.value_parser
@@ -138,7 +151,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -157,7 +170,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -181,7 +198,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -206,6 +223,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -221,6 +240,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -257,6 +278,8 @@ class Parser(CompiledParser):
                 prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

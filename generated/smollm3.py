@@ -97,6 +97,19 @@ THINKING_LITERALS = re.compile(r"</think>")
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<tool_call>|<think>")
 
+# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
+THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
+
+# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
+TOOL_CALLS_STARTS = re.compile(
+    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
+)
+
+# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
+CONTENT_STARTS = re.compile(
+    r"<tool_call>|<\|im_end\|>|<think>|(?P<tail><tool_call|<tool_cal|<\|im_end\||<tool_ca|<\|im_end|<tool_c|<\|im_en|<think|<tool_|<\|im_e|<thin|<tool|<\|im_|<thi|<too|<\|im|<th|<to|<\|i|<t|<\||<)\Z"
+)
+
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -117,7 +130,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -136,7 +149,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
+        ):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -155,7 +172,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
             return self._scan_feed(text)
         parts = self._parts
         parts.append(text)
@@ -180,6 +197,8 @@ class Parser(CompiledParser):
             ),
         ),
         literals_re=THINKING_LITERALS,
+        starts=THINKING_STARTS,
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -195,6 +214,8 @@ class Parser(CompiledParser):
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=TOOL_CALLS_STARTS,
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -230,6 +251,8 @@ class Parser(CompiledParser):
                 prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
             ),
         ),
+        starts=CONTENT_STARTS,
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

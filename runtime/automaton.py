@@ -31,9 +31,27 @@ CLOSE = 1
 # A chosen match: (start, end, delimiter, regex match object or None for a literal).
 Hit = tuple[int, int, Any, Any]
 _UNSEEN: Any = object()
-IRRELEVANT: Any = (
-    object()
-)  # a regex search that was cut short: nothing starts early enough to matter
+# A regex search that was cut short: nothing starts early enough to matter.
+IRRELEVANT: Any = object()
+# Candidate positions tried one by one (memchr on a first character, then a check) before
+# handing the rest of the buffer to a search that is fast however dense the candidates are.
+PROBES = 16
+
+
+def find_literal(buf: str, literal: str, start: int, end: int) -> int:
+    """`buf.find(literal, start, end)`, faster when literal[0] is rare in the text.
+
+    str.find on one character is a memchr, several times faster than a multi-character
+    search on ordinary prose, where a delimiter's first character seldom occurs.
+    """
+    find = buf.find
+    lead = literal[0]
+    index = find(lead, start, end)
+    for _ in range(PROBES):
+        if index == -1 or buf.startswith(literal, index, end):
+            return index
+        index = find(lead, index + 1, end)
+    return -1 if index == -1 else find(literal, index, end)
 
 
 class LiteralDelimiter:
@@ -127,7 +145,7 @@ class RegexDelimiter:
         if prefix:
             # Complete matches start where the prefix occurs; partial ones may also start in
             # the last len(prefix) - 1 characters, on a piece of it.
-            index = buf.find(prefix, pos, limit + len(prefix))
+            index = find_literal(buf, prefix, pos, limit + len(prefix))
             if index == -1 and not eos:
                 index = self._tail(buf, pos)
                 if index > limit:
@@ -135,17 +153,20 @@ class RegexDelimiter:
             if index == -1:
                 return None if limit >= len(buf) else IRRELEVANT
             pos = index  # nothing can match before it
-        if eos:
-            match = self.pattern.search(buf, pos)
-            if match is None:
-                return None
+        # A partial search returns the same match as a plain one whenever a complete match
+        # exists (tests/test_automaton.py checks this); the plain search is several times
+        # cheaper, so the partial one only runs to find where a partial match starts.
+        match = self.pattern.search(buf, pos)
+        if match is not None:
             start, end = match.span()
-            return start, end, False, match
+            return start, end, not eos and end == len(buf), match
+        if eos:
+            return None
         match = self.pattern.search(buf, pos, partial=True)
         if match is None:
             return None
         start, end = match.span()
-        return start, end, match.partial or end == len(buf), match
+        return start, end, True, match
 
     def _tail(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
@@ -161,9 +182,10 @@ class State:
 
     `field` is None for the null sink (templates without an implicit field). `literals`
     and `patterns` are the watched delimiters; `literals_re` is one alternation over all
-    the literals. `feed` is the generated fast path for this state, or None when every
-    chunk must be scanned; `close` the generated method that parses, stores and reports
-    the region's value.
+    the literals; `starts` tells whether a delimiter can begin in some text at all.
+    `feed` is the generated fast path for this state, or None when every chunk must be
+    scanned; `close` the generated method that parses, stores and reports the region's
+    value.
     """
 
     __slots__ = (
@@ -172,8 +194,11 @@ class State:
         "implicit",
         "literals",
         "literals_re",
+        "lead",
         "patterns",
         "tail",
+        "starts",
+        "plain_tails",
         "feed",
         "close",
     )
@@ -185,6 +210,8 @@ class State:
         literals: tuple[LiteralDelimiter, ...] = (),
         literals_re: Any = None,
         patterns: tuple[RegexDelimiter, ...] = (),
+        starts: Any = None,
+        plain_tails: bool = False,
         feed: Callable[..., Any] | None,
         close: Callable[..., Any] | None,
         dirty: bool = False,
@@ -195,14 +222,39 @@ class State:
         self.implicit = implicit
         self.literals = literals  # in rank order
         self.literals_re = literals_re
+        # The first character all watched literals share, if they share one.
+        leads = {literal[0] for delim in literals for literal in delim.literals}
+        self.lead = leads.pop() if len(leads) == 1 else None
         self.patterns = patterns
         # Partial literal matches start no earlier than this many characters from the end.
         self.tail = max((delim.longest - 1 for delim in literals), default=0)
+        # Matches where a watched delimiter occurs, or (group "tail") begins at the end of
+        # the text; None unless every delimiter starts with known literal text.
+        self.starts = starts
+        # Whether such a tail is exactly the text a scan would hold back.
+        self.plain_tails = plain_tails
         self.feed = feed
         self.close = close
 
     def __repr__(self) -> str:
         return f"<State {self.field!r}>"
+
+    def _find(self, buf: str, pos: int) -> int:
+        """Leftmost start of any watched literal at or after `pos`, or -1."""
+        lead = self.lead
+        if lead is not None:  # memchr for the shared first character, then a check
+            find = buf.find
+            starts = self.literals_re.match
+            index = find(lead, pos)
+            for _ in range(PROBES):
+                if index == -1 or starts(buf, index):
+                    return index
+                index = find(lead, index + 1)
+            if index == -1:
+                return -1
+            pos = index
+        match = self.literals_re.search(buf, pos)
+        return -1 if match is None else match.start()
 
     def scan(self, buf: str, pos: int, eos: bool, memo: dict[Any, Any]) -> tuple[Hit | None, int]:
         """One scan step: the match to commit (or None), and where held-back text starts."""
@@ -213,9 +265,8 @@ class State:
         found = -1  # leftmost start of any watched literal
         if self.literals:
             found = memo.get(self, _UNSEEN)
-            if found == _UNSEEN or pos > found >= 0:
-                match = self.literals_re.search(buf, pos)
-                found = -1 if match is None else match.start()
+            if found is _UNSEEN or pos > found >= 0:
+                found = self._find(buf, pos)
                 memo[self] = found
             if found != -1:
                 for delim in self.literals:

@@ -148,8 +148,35 @@ class CompiledParser:
         """The general path of feed(): scan the held-back text plus this chunk."""
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        starts = self._state.starts
+        if starts is not None and text:
+            # Two outcomes of a scan step need no scan: nothing in the text can start a
+            # delimiter (route it all), or only its end can, as a piece of one (hold that).
+            buf = self._pending + text
+            match = starts.search(buf)
+            if match is None:
+                return self._route(buf, "")
+            if match.lastgroup == "tail" and self._state.plain_tails:
+                return self._route(buf[: match.start()], buf[match.start() :])
         events: list[Event] = []
         self._run(text, events, eos=False)
+        return events
+
+    def _route(self, text: str, held: str) -> list[Event]:
+        """Send `text` to the current region and hold `held`, as a scan step would."""
+        self._pending = held
+        keep = self.CONTEXT
+        if keep is None:
+            self._context += text
+        elif keep:
+            self._context = (self._context + text)[-keep:]
+        if not text:
+            return []
+        events: list[Event] = []
+        opened = self._opened
+        self._accumulate(events, text)
+        if self._opened is not opened:
+            self._bind_feed()
         return events
 
     def _run(self, text: str, events: list[Event], eos: bool) -> None:
@@ -159,6 +186,7 @@ class CompiledParser:
             buf += text
         self._buf = buf
         self._pos = len(context)
+        state, opened = self._state, self._opened
         try:
             self._process(events, eos)
         finally:
@@ -170,7 +198,8 @@ class CompiledParser:
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
             self._buf = ""
-            self._bind_feed()
+            if self._state is not state or self._opened is not opened:
+                self._bind_feed()
 
     def _bind_feed(self) -> None:
         """Point `feed` at the current state's generated fast path, if it has one.

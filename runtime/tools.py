@@ -8,8 +8,6 @@ array, type lists, anyOf / oneOf and `nullable`. A value that does not convert s
 
 from __future__ import annotations
 
-import enum
-import inspect
 import json
 import types
 import typing
@@ -23,7 +21,7 @@ def tool_parameters(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     """Map each tool name to its parameters' `properties` schema."""
     params: dict[str, dict[str, Any]] = {}
     for tool in tools or []:
-        if inspect.isfunction(tool) or inspect.ismethod(tool):
+        if isinstance(tool, (types.FunctionType, types.MethodType)):
             tool = schema_from_callable(tool)
         function = tool.get("function", tool) if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
@@ -136,6 +134,8 @@ def schema_from_callable(function: Callable[..., Any]) -> dict[str, Any]:
     transformers additionally requires a Google-style docstring describing every argument;
     only the types matter here, so a function without one is accepted.
     """
+    import inspect  # only needed for tools given as functions
+
     hints = typing.get_type_hints(function)
     parameters = list(inspect.signature(function).parameters.values())
     receiver = None
@@ -176,6 +176,8 @@ def _enum_schema(values: list[Any]) -> dict[str, Any]:
 
 
 def _hint_schema(hint: Any) -> dict[str, Any]:
+    import enum
+
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is None and isinstance(hint, type) and issubclass(hint, enum.Enum):
         values = [member.value for member in hint]

@@ -155,3 +155,27 @@ def test_scan_step_matches_the_reference_rule(
                 assert ours == expected, f"buf={buf!r} pos={pos} eos={eos}"
                 if ours is None and not eos:  # held-back text only matters when nothing commits
                     assert hold == expected_hold, f"buf={buf!r} pos={pos}"
+
+
+BUFFER_ALPHABET = "ab<>c|1 "
+
+
+@given(
+    pattern=st.sampled_from(
+        [*PATTERNS, r"a.*?b", r"(a|ab)(c|bcd)(d*)", r"\s*<t>", r"(?:<a>)?[^<]*<k>", r"(?P<x>a+)b?"]
+    ),
+    buf=st.text(BUFFER_ALPHABET, max_size=10),
+    data=st.data(),
+)
+def test_partial_search_prefers_the_complete_match(pattern: str, buf: str, data: Any) -> None:
+    """RegexDelimiter relies on this: with a complete match anywhere, a partial search
+    returns exactly the plain search's match; without one, only a partial match or None."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    pos = data.draw(st.integers(0, len(buf)))
+    plain = compiled.search(buf, pos)
+    partial = compiled.search(buf, pos, partial=True)
+    if plain is None:
+        assert partial is None or partial.partial
+    else:
+        assert partial is not None and not partial.partial
+        assert (partial.span(), partial.groupdict()) == (plain.span(), plain.groupdict())
