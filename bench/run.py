@@ -25,12 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import workloads  # noqa: E402
 from transformers.utils.chat_parsing import ResponseParser, parse_response  # noqa: E402
-from workloads import (
-    inkling_conversation,
-    long_reasoning_then_tool_call,
-    parallel_tool_calls,
-)  # noqa: E402
 
 CHUNK = 4
 SMALL, LARGE = 80_000, 1_300_000
@@ -247,16 +243,16 @@ def main() -> int:
     sizes = [SMALL] if args.quick else [SMALL, LARGE]
     for model in ("smollm3", "ref:smollm3", "qwen3", "gpt_oss", "cohere"):
         for size in sizes:
-            text = long_reasoning_then_tool_call(model.removeprefix("ref:"), size)
+            text = workloads.long_reasoning_then_tool_call(model.removeprefix("ref:"), size)
             label = f"long reasoning + tool call {size // 1000}K"
             rows.append(stream_case(label, model, text, repeats=7 if size == SMALL else 3))
             print_row(rows[-1])
     for model in ("smollm3", "ref:smollm3", "qwen3"):
-        text = parallel_tool_calls(model.removeprefix("ref:"))
+        text = workloads.parallel_tool_calls(model.removeprefix("ref:"))
         rows.append(stream_case("parallel tool calls", model, text, repeats=40))
         print_row(rows[-1])
     for size in sizes:
-        text = inkling_conversation(size)
+        text = workloads.inkling_conversation(size)
         rows.append(
             stream_case(f"messages {size // 1000}K", "inkling", text, repeats=5, parse_repeats=2)
         )
@@ -265,7 +261,7 @@ def main() -> int:
     memory = []
     if not args.quick:
         for model in ("smollm3", "qwen3", "gpt_oss"):
-            text = long_reasoning_then_tool_call(model, LARGE)
+            text = workloads.long_reasoning_then_tool_call(model, LARGE)
             parser = compiled(model)[0]
             peak = peak_memory(lambda parser=parser: parser(""), text)
             memory.append(

@@ -87,15 +87,16 @@ def profile(pattern: str) -> RegexProfile:
         return UNKNOWN
     if tree.state.flags & (re.VERBOSE | re.LOCALE):
         return UNKNOWN
-    lookbehind = _lookbehind(list(tree))
+    items = list(tree)
+    lookbehind = _lookbehind(items)
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
-    chars, nullable = _first(list(tree))
+    chars, nullable = _first(items)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
-        literal_prefix=_literal_prefix(list(tree)),
-        prefix_at_start=bool(list(tree)) and list(tree)[0][0] is sre.LITERAL,
+        literal_prefix=_literal_prefix(items),
+        prefix_at_start=bool(items) and items[0][0] is sre.LITERAL,
     )
 
 
