@@ -26,9 +26,10 @@ compile: $(BUILD_STAMP)
 compile-all: $(BUILD_STAMP)
 	$(PY) -m compiler compile-all
 
-## make check: fail when generated/ is stale or orphaned
+## make check: fail when generated/ is stale or orphaned, or the catalog has lint findings
 check: $(BUILD_STAMP)
 	$(PY) -m compiler check
+	$(PY) -m compiler lint
 
 ## make test: the whole test suite, differential tests against transformers included
 test: $(TEST_STAMP)

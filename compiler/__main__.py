@@ -1,4 +1,4 @@
-"""Build commands: python -m compiler {compile NAME | compile-all | check | show NAME}."""
+"""Build commands: python -m compiler {compile NAME | compile-all | check | show NAME | lint [NAME...]}."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import catalog
 from .errors import TemplateError
+from .lint import lint_entry, unwaived
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("check", help="fail if generated/ differs from a fresh build")
     show = commands.add_parser("show", help="print the module NAME compiles to")
     show.add_argument("name")
+    lint_cmd = commands.add_parser("lint", help="lint catalog entries (all if none named)")
+    lint_cmd.add_argument("names", nargs="*")
     args = parser.parse_args(argv)
 
     try:
@@ -40,10 +43,25 @@ def main(argv: list[str] | None = None) -> int:
             )
         elif args.command == "show":
             sys.stdout.write(catalog.build_module(args.name))
+        elif args.command == "lint":
+            return _lint(args.names or catalog.entry_names())
     except TemplateError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
+
+
+def _lint(names: list[str]) -> int:
+    failing = 0
+    for name in names:
+        findings, waivers = lint_entry(name)
+        blocking = unwaived(findings, waivers)
+        failing += len(blocking)
+        for finding in findings:
+            reason = waivers.get(finding.key) if finding.severity != "info" else None
+            print(f"{name}: {finding}" + (f" (waived: {reason})" if reason else ""))
+    print(f"lint: {len(names)} entries, {failing} unwaived finding(s)")
+    return 1 if failing else 0
 
 
 def _report(written: list[Path]) -> None:

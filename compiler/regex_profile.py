@@ -78,20 +78,28 @@ class RegexProfile:
 UNKNOWN = RegexProfile(lookbehind=None, first_chars=None, analysed=False)
 
 
-def profile(pattern: str) -> RegexProfile:
+def parse(pattern: str) -> Any:
+    """The stdlib parse tree of `pattern`, or None outside the subset both engines share."""
     if not _in_common_subset(pattern):
-        return UNKNOWN
+        return None
     try:
         tree = sre_parse.parse(pattern, re.DOTALL)
     except (re.error, RecursionError, OverflowError, ValueError):
-        return UNKNOWN
+        return None
     if tree.state.flags & (re.VERBOSE | re.LOCALE):
+        return None
+    return tree
+
+
+def profile(pattern: str) -> RegexProfile:
+    tree = parse(pattern)
+    if tree is None:
         return UNKNOWN
     items = list(tree)
     lookbehind = _lookbehind(items)
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
-    chars, nullable = _first(items)
+    chars, nullable = first(items)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
@@ -118,12 +126,22 @@ def _in_common_subset(pattern: str) -> bool:
     if any(token in pattern for token in ("[:", "[=", "[.")):
         return False  # POSIX classes in regex, literal text in re
     index = 0
+    in_class = False
     while index < len(pattern):
         char = pattern[index]
         if char == "\\":
             index += 2
             continue
-        if char == "{" and not _QUANTIFIER.match(pattern, index):
+        if in_class:
+            if char == "[":
+                return False  # a nested set: regex's version 1 syntax
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern.startswith("]", index + 1) or pattern.startswith("^]", index + 1):
+                index += 2 if pattern[index + 1] == "]" else 3  # a leading ] is a literal
+                continue
+        elif char == "{" and not _QUANTIFIER.match(pattern, index):
             return False  # regex reads e.g. {e<=1} as a fuzzy-match constraint
         index += 1
     return True
@@ -171,7 +189,7 @@ def _children(op: Any, av: Any) -> list[list[Any]]:
     return []
 
 
-def _first(items: list[Any]) -> tuple[set[str] | None, bool]:
+def first(items: list[Any]) -> tuple[set[str] | None, bool]:
     """The characters a match of `items` can start with, and whether it can be empty."""
     chars: set[str] = set()
     for op, av in items:
@@ -195,14 +213,14 @@ def _first_of(op: Any, av: Any) -> tuple[set[str] | None, bool]:
         add_flags = av[1]
         if add_flags & (re.IGNORECASE | re.VERBOSE | re.LOCALE):
             return None, True
-        return _first(list(av[-1]))
+        return first(list(av[-1]))
     if op is getattr(sre, "ATOMIC_GROUP", None):
-        return _first(list(av))
+        return first(list(av))
     if op is sre.BRANCH:
         chars: set[str] = set()
         any_nullable = False
         for alternative in av[1]:
-            head, nullable = _first(list(alternative))
+            head, nullable = first(list(alternative))
             if head is None:
                 return None, True
             chars |= head
@@ -212,9 +230,30 @@ def _first_of(op: Any, av: Any) -> tuple[set[str] | None, bool]:
         low, high, sub = av
         if high == 0:
             return set(), True
-        head, nullable = _first(list(sub))
+        head, nullable = first(list(sub))
         return head, nullable or low == 0
     return None, True  # any character, backreferences, conditionals: unknown
+
+
+def nullable(items: list[Any]) -> bool:
+    """Whether a sequence of parse-tree items can match the empty string."""
+    return all(_item_nullable(op, av) for op, av in items)
+
+
+def _item_nullable(op: Any, av: Any) -> bool:
+    if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT, sre.GROUPREF):
+        return True
+    if op is sre.SUBPATTERN:
+        return nullable(list(av[-1]))
+    if op is getattr(sre, "ATOMIC_GROUP", None):
+        return nullable(list(av))
+    if op is sre.BRANCH:
+        return any(nullable(list(alternative)) for alternative in av[1])
+    if op in _REPEATS:
+        return av[0] == 0 or nullable(list(av[2]))
+    if op is sre.GROUPREF_EXISTS:
+        return any(branch is None or nullable(list(branch)) for branch in av[1:])
+    return False  # consumes a character
 
 
 def _class_chars(items: list[Any]) -> set[str] | None:

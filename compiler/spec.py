@@ -69,6 +69,11 @@ def template_sha256(template: Any) -> str:
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
+def uses_extensions(template: Any) -> list[str]:
+    """The format extensions a template uses; [] for plain v1, which transformers loads."""
+    return []
+
+
 def field_path(name: str) -> str:
     """The key path of a field, quoting names that are not plain identifiers."""
     if _SIMPLE_NAME.fullmatch(name):
