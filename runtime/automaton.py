@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import errors
+
 OPEN = 0
 CLOSE = 1
 
@@ -156,13 +158,18 @@ class RegexDelimiter:
         # A partial search returns the same match as a plain one whenever a complete match
         # exists (tests/test_automaton.py checks this); the plain search is several times
         # cheaper, so the partial one only runs to find where a partial match starts.
-        match = self.pattern.search(buf, pos)
-        if match is not None:
-            start, end = match.span()
-            return start, end, not eos and end == len(buf), match
-        if eos:
-            return None
-        match = self.pattern.search(buf, pos, partial=True)
+        timeout = errors.REGEX_TIMEOUT
+        try:
+            match = self.pattern.search(buf, pos, timeout=timeout)
+            if match is not None:
+                start, end = match.span()
+                return start, end, not eos and end == len(buf), match
+            if eos:
+                return None
+            match = self.pattern.search(buf, pos, partial=True, timeout=timeout)
+        except TimeoutError:
+            kind = "open_pattern" if self.kind == OPEN else "close_pattern"
+            raise errors.RegexTimeout(f"fields[{self.field!r}].{kind}", timeout) from None
         if match is None:
             return None
         start, end = match.span()
@@ -199,6 +206,8 @@ class State:
         "tail",
         "starts",
         "plain_tails",
+        "store",
+        "join",
         "feed",
         "close",
     )
@@ -216,6 +225,8 @@ class State:
         close: Callable[..., Any] | None,
         dirty: bool = False,
         implicit: bool = False,
+        store: str = "assign",
+        join: str = "",
     ) -> None:
         self.field = field
         self.dirty = dirty
@@ -233,6 +244,10 @@ class State:
         self.starts = starts
         # Whether such a tail is exactly the text a scan would hold back.
         self.plain_tails = plain_tails
+        # How the field stores a value ("assign", "append" for repeats, "join"), for the
+        # raw text that on_error="keep_raw" stores when the value does not parse.
+        self.store = store
+        self.join = join
         self.feed = feed
         self.close = close
 

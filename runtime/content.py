@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 import regex
 
+from . import errors
+
 ValueParser = Callable[[Any], Any]
 
 # Placeholders for strings lifted out by `string_delims`, made of control characters no
@@ -45,6 +47,15 @@ class Defect:
         raise self.error(self.message)
 
 
+def _bounded(method: Callable[..., Any], where: str, *args: Any) -> Any:
+    """Call a template regex's method under the time bound (runtime.errors.REGEX_TIMEOUT)."""
+    try:
+        result = method(*args, timeout=errors.REGEX_TIMEOUT)
+        return list(result) if not isinstance(result, str) else result
+    except TimeoutError:
+        raise errors.RegexTimeout(where, errors.REGEX_TIMEOUT) from None
+
+
 def parse_json(
     text: str,
     *,
@@ -72,7 +83,7 @@ def parse_json(
             lifted.append(match.group(1))
             return f"{_LIFT_OPEN}{len(lifted) - 1}{_LIFT_CLOSE}"
 
-        working = pattern.sub(lift, working)
+        working = _bounded(pattern.sub, "json string_delims", lift, working)
     if unquoted_keys:
         working = _BARE_KEY.sub(r'"\1":', working)
     for index, value in enumerate(lifted):
@@ -101,7 +112,7 @@ def parse_xml_inline(
 ) -> dict[str, Any]:
     """A flat run of tags into a dict: the `key` and `value` groups of each tag match."""
     out: dict[str, Any] = {}
-    for match in tag_pattern.finditer(text):
+    for match in _bounded(tag_pattern.finditer, "xml-inline tag_pattern", text):
         groups = match.groupdict()
         key = groups.get("key")
         if key is None:

@@ -27,10 +27,16 @@ from collections.abc import Callable, Iterable
 from types import MethodType
 from typing import Any, ClassVar
 
+from . import errors
 from .automaton import OPEN, State
+from .errors import FieldParseError, MissingFieldError
 from .tools import coerce_tool_calls, tool_parameters
 
 Event = dict[str, Any]
+
+# What a parser does when a region's body does not parse: raise (the reference's
+# behaviour), or keep the raw text and report it (see CompiledParser).
+ON_ERROR = frozenset({"raise", "keep_raw"})
 
 # A region's chunks are joined into one block every this many chunks (see _compact).
 PARTS_PER_BLOCK = 256
@@ -62,7 +68,10 @@ class CompiledParser:
         prefix: str | None = None,
         *,
         tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
+        on_error: str = "raise",
     ) -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {sorted(ON_ERROR)}, got {on_error!r}")
         if prefix is None:
             raise ValueError(
                 "prefix is required: pass the chat prompt that preceded generation, because chat "
@@ -70,6 +79,8 @@ class CompiledParser:
                 'a prefill). If the generation holds the complete message, pass prefix="".'
             )
         self._tool_params = tool_parameters(tools)
+        self._keep_raw = on_error == "keep_raw"
+        self._errors: list[dict[str, Any]] = []  # what keep_raw recovered from
         self._output: dict[str, Any] = self._new_output()
         self._state = self.START
         self._opened = False
@@ -80,11 +91,16 @@ class CompiledParser:
         self._context = ""
         self._buf = ""
         self._pos = 0
+        # Offsets count characters of generated text: the prefix's tail comes before 0.
+        self._fed = 0  # characters received so far (fast paths count them too)
+        self._base = 0  # offset of _buf[0]
+        self._opened_at = 0  # offset where the open region opened
         self._finalized = False
         self.initial_events = []
         if prefix:
             tail = self._after_last_anchor(prefix)
             if tail:
+                self._fed = -len(tail)
                 self._run(tail, self.initial_events, eos=False)
         self._bind_feed()
 
@@ -107,13 +123,18 @@ class CompiledParser:
         output = self._output
         missing = [name for name in self.REQUIRED if name not in output]
         if missing:
-            raise ValueError(
-                f"Required response_template fields missing from parsed output: {missing}"
+            error = MissingFieldError(missing)
+            if not self._keep_raw:
+                raise error
+            self._errors.append(
+                {"field": None, "offset": None, "error": _describe(error), "raw": None}
             )
         keep = self.DEFAULT_KEYS
         output = {
             key: value for key, value in output.items() if key in keep or not _is_empty(value)
         }
+        if self._errors:
+            output["parse_errors"] = list(self._errors)
         self._output = output
         self._finalized = True
         self._pending = _FINALIZED
@@ -126,9 +147,10 @@ class CompiledParser:
         *,
         prefix: str | None,
         tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
+        on_error: str = "raise",
     ) -> dict[str, Any]:
         """Parse one complete generation; return the message dict."""
-        parser = cls(prefix, tools=tools)
+        parser = cls(prefix, tools=tools, on_error=on_error)
         parser.feed(text)
         return parser.finalize()[0]
 
@@ -154,9 +176,12 @@ class CompiledParser:
             # delimiter (route it all), or only its end can, as a piece of one (hold that).
             buf = self._pending + text
             match = starts.search(buf)
-            if match is None:
-                return self._route(buf, "")
-            if match.lastgroup == "tail" and self._state.plain_tails:
+            if match is None or (match.lastgroup == "tail" and self._state.plain_tails):
+                self._base = self._fed - len(self._pending)
+                self._pos = 0
+                self._fed += len(text)
+                if match is None:
+                    return self._route(buf, "")
                 return self._route(buf[: match.start()], buf[match.start() :])
         events: list[Event] = []
         self._run(text, events, eos=False)
@@ -186,10 +211,12 @@ class CompiledParser:
             buf += text
         self._buf = buf
         self._pos = len(context)
+        self._base = self._fed - len(self._pending) - len(context)
         state, opened = self._state, self._opened
         try:
             self._process(events, eos)
         finally:
+            self._fed += len(text) if text else 0
             buf, pos = self._buf, self._pos
             self._pending = buf[pos:]
             keep = self.CONTEXT
@@ -241,7 +268,7 @@ class CompiledParser:
                 self._pos = end
                 if delim.kind == OPEN:
                     self._close_current(events)
-                    self._open(events, delim.target, match)
+                    self._open(events, delim.target, match, start)
                 else:
                     # A zero-width close of a region that never opened returns to the same
                     # configuration: the progress rule ends the call there, as the reference does.
@@ -267,14 +294,16 @@ class CompiledParser:
         if not self._opened:
             events.append({"type": "region_open", "field": field})
             self._opened = True
+            self._opened_at = self._base + self._pos
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:
             self._compact()
         events.append({"type": "region_chunk", "field": field, "text": text, "dirty": state.dirty})
 
-    def _open(self, events: list[Event], state: State, match: Any) -> None:
+    def _open(self, events: list[Event], state: State, match: Any, start: int) -> None:
         self._state = state
+        self._opened_at = self._base + start
         if match is None:
             self._captures = {}
         else:
@@ -288,12 +317,64 @@ class CompiledParser:
 
     def _close_current(self, events: list[Event]) -> None:
         if self._opened:
-            self._state.close(self, events)  # type: ignore[misc]
+            state = self._state
+            if self._keep_raw:
+                self._close_keeping_raw(state, events)
+            else:
+                try:
+                    state.close(self, events)  # type: ignore[misc]
+                except Exception as error:
+                    located = self._locate(error, state)
+                    if located is error:
+                        raise
+                    raise located from error
         self._state = self.START
         self._captures = {}
         self._parts = []
         self._blocks = []
         self._opened = False
+
+    def _locate(self, error: Exception, state: State) -> Exception:
+        """The error, saying which field failed and where its region opened: a
+        FieldParseError (a ValueError) for plain ValueErrors, else the same error with a
+        note, so that the exception class stays the reference's."""
+        if type(error) is ValueError:
+            return FieldParseError(state.field or "", self._opened_at, error)
+        if hasattr(error, "add_note"):  # Python 3.11+
+            error.add_note(
+                f"while closing field {state.field!r}, whose region opened at offset {self._opened_at}"
+            )
+        return error
+
+    def _close_keeping_raw(self, state: State, events: list[Event]) -> None:
+        """on_error="keep_raw": a body that does not parse is kept as its raw text."""
+        raw = self._body()
+        self._parts = [raw]
+        try:
+            state.close(self, events)  # type: ignore[misc]
+            return
+        except Exception as error:  # recovering from any failure is the point of this mode
+            record = {
+                "field": state.field,
+                "offset": self._opened_at,
+                "error": _describe(error),
+                "raw": raw,
+            }
+        self._errors.append(record)
+        events.append({"type": "region_error", **record})
+        field = state.field
+        assert field is not None
+        output = self._output
+        try:
+            if state.store == "append":
+                output.setdefault(field, []).append(raw)
+            elif state.store == "join" and output.get(field) is not None:
+                output[field] = output[field] + state.join + raw
+            else:
+                output[field] = raw
+        except (AttributeError, TypeError):  # defaults of another type: keep the text anyway
+            output[field] = raw
+        events.append({"type": "region_close", "field": field, "value": raw})
 
     def _compact(self) -> None:
         """Join the region's small chunks into one block.
@@ -320,6 +401,10 @@ class CompiledParser:
         if self._tool_params:
             return coerce_tool_calls(value, self._tool_params)
         return value
+
+
+def _describe(error: BaseException) -> dict[str, str]:
+    return {"type": type(error).__name__, "message": str(error)}
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
@@ -349,8 +434,11 @@ def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
 def after_last_match(prefix: str, pattern: Any) -> str:
     """What follows the last match of a `start_anchor_pattern` (the whole prefix if none)."""
     end = None
-    for match in pattern.finditer(prefix):
-        end = match.end()
+    try:
+        for match in pattern.finditer(prefix, timeout=errors.REGEX_TIMEOUT):
+            end = match.end()
+    except TimeoutError:
+        raise errors.RegexTimeout("start_anchor_pattern", errors.REGEX_TIMEOUT) from None
     return prefix if end is None else prefix[end:]
 
 

@@ -133,8 +133,12 @@ def test_jit_source_is_in_linecache_for_tracebacks() -> None:
     rendered = "".join(traceback.format_exception(caught.value))
     assert "<response-template counter sha256:" in rendered
     assert "content = int(self._body().strip())" in rendered
-    filename = str(caught.traceback[-1].path)
-    assert filename.startswith("<response-template counter") and linecache.getlines(filename)
+    frames = traceback.extract_tb(caught.value.__cause__.__traceback__)
+    generated = [
+        frame for frame in frames if frame.filename.startswith("<response-template counter")
+    ]
+    assert generated and linecache.getlines(generated[-1].filename)
+    assert generated[-1].line == "content = int(self._body().strip())"
 
 
 def test_inputs_template_catalog_entry_and_tokenizer_config(tmp_path: Path) -> None:

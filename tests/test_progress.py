@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from strategies import chunkings
 
 from compiler import load_parser
+from runtime import CompiledParser, State
 
 ZERO_WIDTH = ["$", r"\Z", "(?=x)", "^", "(?:^|x)", "x*", "", r"\b", "(?<=\n)", "(?:<a>)?"]
 
@@ -69,3 +70,39 @@ def test_reference_hang_is_detected_not_waited_for() -> None:
     steps = reference_trace(template, "", ["a\n"])
     assert steps[1][0] == "hang"
     assert issubclass(ReferenceHang, Exception)
+
+
+@given(data=st.data())
+def test_scan_steps_are_bounded_by_positions_times_configurations(data: Any) -> None:
+    """Termination, counted: one feed or finalize runs at most one scan step per
+    (position, state, opened) configuration, whatever the template and chunking."""
+    template = data.draw(zero_width_templates())
+    parser_cls = load_parser(template)
+    states = [value for value in vars(parser_cls).values() if isinstance(value, State)]
+    steps: list[int] = []
+    original_scan, original_process = State.scan, CompiledParser._process
+
+    def counting_scan(self: State, *args: Any) -> Any:
+        steps[-1] += 1
+        return original_scan(self, *args)
+
+    def bounded_process(self: CompiledParser, events: Any, eos: bool) -> None:
+        steps.append(0)
+        positions = len(self._buf) - self._pos + 1
+        original_process(self, events, eos)
+        assert steps[-1] <= positions * 2 * len(states), (steps[-1], positions, len(states))
+
+    State.scan = counting_scan  # type: ignore[method-assign]
+    CompiledParser._process = bounded_process  # type: ignore[method-assign]
+    try:
+        text = data.draw(
+            st.lists(st.sampled_from(["x", "\n", "a", " ", "<a>", "y"]), max_size=10).map("".join)
+        )
+        parser = parser_cls(data.draw(st.sampled_from(["", "S", "Sx\n"])))
+        for chunk in data.draw(chunkings(text)):
+            parser.feed(chunk)
+        parser.finalize()
+    finally:
+        State.scan = original_scan  # type: ignore[method-assign]
+        CompiledParser._process = original_process  # type: ignore[method-assign]
+    assert steps, "the scan loop ran"

@@ -1,0 +1,232 @@
+"""Parse many generations: the per-record and per-batch functions behind `parse-jsonl`.
+
+Standard library only (plus the generated parsers, which need `regex`); nothing here
+imports the compiler, so a worker process or a cluster node needs only the runtime and
+`generated/`. Parsers are looked up by catalog name (`generated.NAME`) and cached per
+process.
+
+Result records (`parse_record`):
+
+    {"message": {"role": "assistant", ...}}                    # parsed
+    {"error": {"type": "ValueError", "message": "..."}}         # a bad record
+
+A bad record (not an object, a missing or non-string field, a parser error) gives an
+error record; it never raises. Only a bad configuration raises: an unknown model name
+(`UnknownModel`, a LookupError).
+
+For engines that hand over batches:
+
+- `parse_records(records, model=...)`: a list of records in, a list of results out
+  (`multiprocessing.Pool.map` over chunks, Spark `mapPartitions`, ...);
+- `parse_batch(batch, model=...)`: a columnar batch (a mapping of column name to a
+  sequence, as Ray Data's `map_batches` and pandas-style engines pass it) in, the same
+  columns plus `message` and `error` out.
+
+`parse_json_line` and `parse_jsonl_chunk` are the JSON-lines layer the CLI runs in its
+worker processes: they add the line number to each result (`{"line": 7, "error": ...}`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "UnknownModel",
+    "dumps",
+    "get_parser",
+    "parse_batch",
+    "parse_json_line",
+    "parse_jsonl_chunk",
+    "parse_record",
+    "parse_records",
+]
+
+_MODEL_NAME = re.compile(r"[a-z][a-z0-9_]*")  # catalog entry names (compiler.catalog.ENTRY_NAME)
+_PARSERS: dict[str, type[Any]] = {}
+
+
+class UnknownModel(LookupError):
+    """No generated parser module has that name."""
+
+
+def get_parser(model: str) -> type[Any]:
+    """The compiled Parser class of catalog entry `model`, imported once per process.
+
+    Raises UnknownModel (a LookupError) when there is no generated module of that name.
+    """
+    parser = _PARSERS.get(model)
+    if parser is not None:
+        return parser
+    if not isinstance(model, str) or not _MODEL_NAME.fullmatch(model):
+        raise UnknownModel(f"not a catalog entry name: {model!r}")
+    module_name = f"generated.{model}"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name not in (module_name, "generated"):
+            raise
+        raise UnknownModel(
+            f"unknown model {model!r}: no module {module_name} (run `make compile MODEL={model}`)"
+        ) from None
+    parser = module.Parser
+    _PARSERS[model] = parser
+    return parser
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"error": {"type": kind, "message": message}}
+
+
+def _missing(value: Any) -> bool:
+    """None, or a float NaN (how pandas-style columns spell a missing value)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def parse_record(
+    record: Any,
+    *,
+    model: str,
+    output_field: str = "output",
+    prefix_field: str = "prefix",
+    tools_field: str | None = None,
+    default_prefix: str | None = None,
+) -> dict[str, Any]:
+    """Parse one record; return {"message": ...} or {"error": {"type", "message"}}.
+
+    `record[output_field]` is the generated text and `record[prefix_field]` the prompt it
+    continued. A record without a prefix (field absent or null) uses `default_prefix`;
+    when that is None too, the record is an error, since parsers require a prefix. With
+    `tools_field`, `record[tools_field]` (a list of tool schemas, or null) casts tool-call
+    arguments. Never raises for a bad record; raises UnknownModel for an unknown model.
+    """
+    parser = get_parser(model)
+    if not isinstance(record, Mapping):
+        return _error("TypeError", f"a record is a JSON object, got {type(record).__name__}")
+    if output_field not in record or _missing(record[output_field]):
+        return _error("KeyError", f"record has no {output_field!r} field")
+    output = record[output_field]
+    if not isinstance(output, str):
+        return _error(
+            "TypeError", f"field {output_field!r} must be a string, got {type(output).__name__}"
+        )
+    output = str(output)  # a str subclass (numpy.str_) becomes a plain str
+    prefix = record.get(prefix_field)
+    if _missing(prefix):
+        prefix = default_prefix
+        if prefix is None:
+            return _error("KeyError", f"record has no {prefix_field!r} field (and no default)")
+    elif not isinstance(prefix, str):
+        return _error(
+            "TypeError", f"field {prefix_field!r} must be a string, got {type(prefix).__name__}"
+        )
+    prefix = str(prefix)
+    tools = None
+    if tools_field is not None:
+        tools = record.get(tools_field)
+        if _missing(tools):
+            tools = None
+        elif not isinstance(tools, (list, tuple)):
+            return _error(
+                "TypeError",
+                f"field {tools_field!r} must be a list of tool schemas, got {type(tools).__name__}",
+            )
+    try:
+        return {"message": parser.parse(output, prefix=prefix, tools=tools)}
+    except Exception as error:  # a parser error is a property of this record
+        return _error(type(error).__name__, str(error))
+
+
+def parse_records(records: Iterable[Any], **options: Any) -> list[dict[str, Any]]:
+    """`parse_record` over a list of records (same keyword options); results in order."""
+    return [parse_record(record, **options) for record in records]
+
+
+def parse_batch(
+    batch: Mapping[str, Iterable[Any]],
+    *,
+    model: str,
+    output_field: str = "output",
+    prefix_field: str = "prefix",
+    tools_field: str | None = None,
+    default_prefix: str | None = None,
+    as_json: bool = False,
+) -> dict[str, list[Any]]:
+    """Parse a columnar batch: {column: values} in, the same columns plus two out.
+
+    `message` holds each row's message (None on error) and `error` each row's error
+    ({"type", "message"}, None when parsed). With `as_json=True` both hold JSON text
+    instead of dicts, which suits Arrow-backed engines (Ray Data), whose columns must
+    have one type. Column values may be any sequence (lists, numpy arrays, pandas
+    Series); a missing column or a null/NaN value is handled like a missing field.
+    """
+    columns = {name: list(values) for name, values in batch.items()}
+    rows = len(next(iter(columns.values()))) if columns else 0
+    options = {
+        "model": model,
+        "output_field": output_field,
+        "prefix_field": prefix_field,
+        "tools_field": tools_field,
+        "default_prefix": default_prefix,
+    }
+    used = [name for name in (output_field, prefix_field, tools_field) if name in columns]
+    messages: list[Any] = []
+    errors: list[Any] = []
+    for row in range(rows):
+        result = parse_record({name: columns[name][row] for name in used}, **options)
+        message, error = result.get("message"), result.get("error")
+        if as_json:
+            message = None if message is None else dumps(message)
+            error = None if error is None else dumps(error)
+        messages.append(message)
+        errors.append(error)
+    columns["message"] = messages
+    columns["error"] = errors
+    return columns
+
+
+def dumps(value: Any) -> str:
+    """JSON text, non-ASCII kept as is; escaped when it would not encode as UTF-8 (lone surrogates)."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value)
+    return text
+
+
+def parse_json_line(line: str | bytes, number: int, **options: Any) -> dict[str, Any]:
+    """Parse one JSON line (UTF-8 bytes or text): {"line": number, "message" | "error": ...}.
+
+    Options are those of `parse_record`. Invalid UTF-8 or JSON gives an error record.
+    """
+    try:
+        text = line.decode("utf-8") if isinstance(line, (bytes, bytearray)) else line
+        if number == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        record = json.loads(text.rstrip("\r\n"))  # JSON error positions then fit the line
+    except ValueError as error:  # UnicodeDecodeError and JSONDecodeError
+        return {"line": number, **_error(type(error).__name__, str(error))}
+    return {"line": number, **parse_record(record, **options)}
+
+
+def parse_jsonl_chunk(
+    lines: Sequence[tuple[int, str | bytes]], **options: Any
+) -> tuple[list[str], int]:
+    """The CLI's worker: numbered lines in, (serialized result lines, error count) out."""
+    out: list[str] = []
+    errors = 0
+    for number, line in lines:
+        result = parse_json_line(line, number, **options)
+        try:
+            text = dumps(result)
+        except (TypeError, ValueError) as error:  # a message JSON cannot hold
+            result = {"line": number, **_error(type(error).__name__, str(error))}
+            text = dumps(result)
+        errors += "error" in result
+        out.append(text)
+    return out, errors
