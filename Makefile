@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
 
-.PHONY: compile compile-all check test bench clean-venv
+.PHONY: compile compile-all check test bench bench-hostile clean-venv
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,10 @@ test: $(TEST_STAMP)
 ## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json)
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
+
+## make bench-hostile: time per chunk on hostile outputs, and a 10 MB stream (writes bench/hostile.json)
+bench-hostile: $(TEST_STAMP)
+	$(PY) bench/hostile.py
 
 clean-venv:
 	rm -rf $(VENV)

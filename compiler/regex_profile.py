@@ -63,6 +63,11 @@ class RegexProfile:
     # True when nothing precedes the prefix (no look-behind or anchor that could refuse a
     # position): then any piece of the prefix at the buffer's end is a partial match.
     prefix_at_start: bool = False
+    # For patterns written HEAD + a repeat of any character (or of a negated set) + an
+    # optional literal: (HEAD as a pattern, the literal, the negated set's characters or
+    # None for any character). Once HEAD has matched, such a match can only change when
+    # the literal or one of those characters arrives (see RegexDelimiter.waits).
+    tail: tuple[str, str, frozenset[str] | None] | None = None
 
     @property
     def prefix_holdback(self) -> frozenset[str]:
@@ -105,7 +110,46 @@ def profile(pattern: str) -> RegexProfile:
         first_chars=None if nullable or not chars else frozenset(chars),
         literal_prefix=_literal_prefix(items),
         prefix_at_start=bool(items) and items[0][0] is sre.LITERAL,
+        tail=_tail(pattern, items),
     )
+
+
+def _tail(pattern: str, items: list[Any]) -> tuple[str, str, frozenset[str] | None] | None:
+    """Split HEAD + (.* | .*? | [^...]* | ...+) + LITERAL off the end of a pattern."""
+    literal = []
+    index = len(items)
+    while index and items[index - 1][0] is sre.LITERAL:
+        index -= 1
+        literal.insert(0, chr(items[index][1]))
+    if not index or items[index - 1][0] not in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        return None
+    op, (low, high, body) = items[index - 1]
+    body = list(body)
+    if low > 1 or high != sre.MAXREPEAT or len(body) != 1 or (op is sre.MIN_REPEAT and not literal):
+        return None  # a lazy repeat with nothing after it matches empty and commits at once
+    (kind, value), stops = body[0], None
+    if kind is sre.NOT_LITERAL:
+        stops = frozenset({chr(value)})
+    elif (
+        kind is sre.IN
+        and value
+        and value[0][0] is sre.NEGATE
+        and all(o is sre.LITERAL for o, _ in value[1:])
+    ):
+        stops = frozenset(chr(code) for _, code in value[1:])
+    elif kind is not sre.ANY:
+        return None
+    # HEAD is the pattern's own text up to the repeat: find the cut that reparses to it.
+    expected = str(items[: index - 1])
+    for cut in range(len(pattern), -1, -1):
+        head = parse(pattern[:cut])
+        if (
+            head is not None
+            and str(list(head)) == expected
+            and str(list(parse(pattern[cut:]) or [])) == str(items[index - 1 :])
+        ):
+            return pattern[:cut], "".join(literal), stops
+    return None
 
 
 def _literal_prefix(items: list[Any]) -> str:

@@ -180,6 +180,11 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
 )
+# What it starts with before its final repeat: once that has matched, only its closing
+# literal (or a character the repeat refuses) can change the match.
+TOOL_CALLS_OPEN_HEAD_RE = regex.compile(
+    r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", regex.DOTALL
+)
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -418,6 +423,8 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                head=TOOL_CALLS_OPEN_HEAD_RE,
+                tail="<|message|>",
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -190,6 +190,9 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 TOOL_CALLS_OPEN_RE = regex.compile(
     '<\\|open\\|>call tool="(?P<name>[^"]*)"[^<]*<\\|sep\\|>', regex.DOTALL
 )
+# What it starts with before its final repeat: once that has matched, only its closing
+# literal (or a character the repeat refuses) can change the match.
+TOOL_CALLS_OPEN_HEAD_RE = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"', regex.DOTALL)
 TOOL_CALLS_OPEN_PREFIX = '<|open|>call tool="'
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -452,6 +455,9 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                head=TOOL_CALLS_OPEN_HEAD_RE,
+                tail="<|sep|>",
+                tail_stops=frozenset({"<"}),
                 target=TOOL_CALLS_STATE,
             ),
         ),

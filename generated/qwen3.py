@@ -103,6 +103,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # fields.content.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 CONTENT_CLOSE_RE = regex.compile(r"<\|im_end\|>.*", regex.DOTALL)
+# What it starts with before its final repeat: once that has matched, only its closing
+# literal (or a character the repeat refuses) can change the match.
+CONTENT_CLOSE_HEAD_RE = regex.compile(r"<\|im_end\|>", regex.DOTALL)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"
 CONTENT_CLOSE_PREFIX_HOLDBACK = frozenset(
     {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
@@ -281,6 +284,7 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=CONTENT_CLOSE_PREFIX,
                 prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
+                head=CONTENT_CLOSE_HEAD_RE,
             ),
         ),
         starts=CONTENT_STARTS,

@@ -116,7 +116,19 @@ class RegexDelimiter:
     reused, in case they depend on where a search starts.
     """
 
-    __slots__ = ("kind", "field", "rank", "target", "pattern", "prefix", "prefix_holdback", "memo")
+    __slots__ = (
+        "kind",
+        "field",
+        "rank",
+        "target",
+        "pattern",
+        "prefix",
+        "prefix_holdback",
+        "memo",
+        "head",
+        "tail",
+        "tail_stops",
+    )
 
     def __init__(
         self,
@@ -128,6 +140,9 @@ class RegexDelimiter:
         prefix: str = "",
         prefix_holdback: frozenset[str] = frozenset(),
         memo: bool = True,
+        head: Any = None,
+        tail: str = "",
+        tail_stops: frozenset[str] | None = None,
         target: State | None = None,
     ) -> None:
         self.kind = kind
@@ -138,6 +153,10 @@ class RegexDelimiter:
         self.prefix = prefix
         self.prefix_holdback = prefix_holdback
         self.memo = memo
+        # Patterns written HEAD + repeat + `tail` literal (see `waits`).
+        self.head = head
+        self.tail = tail
+        self.tail_stops = tail_stops
 
     def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
         """(start, end, pending, match) of the next match, partial ones included unless at
@@ -174,6 +193,31 @@ class RegexDelimiter:
             return None
         start, end = match.span()
         return start, end, True, match
+
+    def waits(self, buf: str, hold: int) -> tuple[str, frozenset[str] | None] | None:
+        """Whether this delimiter's match at `hold` can only change when some text arrives.
+
+        For a pattern HEAD + (any character | a negated set)* + LITERAL: once HEAD has
+        matched at `hold` and the rest of the buffer is all repeatable, the match is partial
+        (or complete at the buffer's end) and stays so until the literal, or a character
+        of the set's complement, arrives. Until then it holds everything from `hold` back,
+        so no scan can change anything. Returns (literal, stop characters) to watch for.
+        """
+        if self.head is None:
+            return None
+        try:
+            match = self.head.match(buf, hold, timeout=errors.REGEX_TIMEOUT)
+        except TimeoutError:
+            return None
+        if match is None:
+            return None
+        end = match.end()
+        stops = self.tail_stops
+        if stops is not None and any(buf.find(char, end) != -1 for char in stops):
+            return None
+        if self.tail and buf.find(self.tail, hold) != -1:
+            return None
+        return self.tail, stops
 
     def _tail(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""

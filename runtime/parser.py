@@ -38,6 +38,10 @@ Event = dict[str, Any]
 # behaviour), or keep the raw text and report it (see CompiledParser).
 ON_ERROR = frozenset({"raise", "keep_raw"})
 
+# Held-back text this long is checked for a match that only a known text can change
+# (CompiledParser._wait); shorter holds are simply rescanned.
+WAIT_AFTER = 1024
+
 # A region's chunks are joined into one block every this many chunks (see _compact).
 PARTS_PER_BLOCK = 256
 
@@ -60,6 +64,8 @@ class CompiledParser:
     # Characters of already-routed text that regex delimiters may look behind into
     # (`^`, `\b`, look-behind); None when that cannot be bounded, so nothing is dropped.
     CONTEXT: ClassVar[int | None] = 0
+    # Held-back text this long is checked for a match only a known text can change.
+    WAIT_AFTER: ClassVar[int] = WAIT_AFTER
 
     initial_events: list[Event]
 
@@ -95,6 +101,12 @@ class CompiledParser:
         self._fed = 0  # characters received so far (fast paths count them too)
         self._base = 0  # offset of _buf[0]
         self._opened_at = 0  # offset where the open region opened
+        # While a held match can only change when a given text arrives (RegexDelimiter.waits):
+        # (literal, stop characters, the held text's last characters) and the text since.
+        self._waiting: tuple[str, frozenset[str] | None, str] | None = None
+        self._waited: list[str] = []
+        self._waiting_on: Any = None  # the delimiter waited on
+        self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._finalized = False
         self.initial_events = []
         if prefix:
@@ -118,6 +130,12 @@ class CompiledParser:
         """End the stream: flush, close every open region, return (message, events)."""
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        if self._waiting is not None:
+            # Still waiting: the literal that could complete the held match never came, so
+            # at the end of stream that delimiter has no match (no need to search for one).
+            if self._waiting[0]:
+                self._unmatched = self._waiting_on
+            self._wake(None)
         events: list[Event] = []
         self._run("", events, eos=True)
         output = self._output
@@ -170,6 +188,9 @@ class CompiledParser:
         """The general path of feed(): scan the held-back text plus this chunk."""
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        if self._waiting is not None and not self._wake(text):
+            self._fed += len(text)
+            return []
         starts = self._state.starts
         if starts is not None and text:
             # Two outcomes of a scan step need no scan: nothing in the text can start a
@@ -215,6 +236,8 @@ class CompiledParser:
         state, opened = self._state, self._opened
         try:
             self._process(events, eos)
+            if not eos and len(buf) - self._pos >= self.WAIT_AFTER:
+                self._wait(buf, self._pos)
         finally:
             self._fed += len(text) if text else 0
             buf, pos = self._buf, self._pos
@@ -227,6 +250,36 @@ class CompiledParser:
             self._buf = ""
             if self._state is not state or self._opened is not opened:
                 self._bind_feed()
+
+    def _wait(self, buf: str, hold: int) -> None:
+        """Stop rescanning a long held-back stretch that only a known text can change."""
+        for delim in self._state.patterns:
+            trigger = delim.waits(buf, hold)
+            if trigger is not None:
+                literal, stops = trigger
+                self._waiting = (literal, stops, _last(buf, len(literal) - 1))
+                self._waiting_on = delim
+                return
+
+    def _wake(self, text: str | None) -> bool:
+        """While waiting: True (and back to scanning) once `text` could change the held
+        match; otherwise keep it aside, in O(len(text)). None wakes unconditionally."""
+        assert self._waiting is not None
+        if text is not None:
+            if not text:
+                return False
+            literal, stops, recent = self._waiting
+            if not (stops is not None and any(char in text for char in stops)) and not (
+                literal and literal in recent + text
+            ):
+                self._waited.append(text)
+                if literal:
+                    self._waiting = (literal, stops, _last(recent + text, len(literal) - 1))
+                return False
+        self._pending += "".join(self._waited)
+        self._waited = []
+        self._waiting = None
+        return True
 
     def _bind_feed(self) -> None:
         """Point `feed` at the current state's generated fast path, if it has one.
@@ -246,6 +299,9 @@ class CompiledParser:
         buf = self._buf
         size = len(buf)
         memo: dict[Any, Any] = {}
+        if self._unmatched is not None:
+            memo[self._unmatched] = None
+            self._unmatched = None
         seen_at = -1
         seen: list[tuple[State, bool]] = []
         while True:
@@ -401,6 +457,11 @@ class CompiledParser:
         if self._tool_params:
             return coerce_tool_calls(value, self._tool_params)
         return value
+
+
+def _last(text: str, count: int) -> str:
+    """The last `count` characters of `text` (none for count <= 0)."""
+    return text[len(text) - count :] if count > 0 else ""
 
 
 def _describe(error: BaseException) -> dict[str, str]:

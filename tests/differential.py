@@ -16,10 +16,13 @@ reference emitted before the budget ran out.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from transformers.utils.chat_parsing import ResponseParser
+
+from runtime import CompiledParser
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
 
@@ -138,3 +141,14 @@ def check(
     actual = compiled_trace(parser_cls, prefix, chunks, tools)
     assert_same_trace(expected, actual, f"prefix={prefix!r} chunks={list(chunks)!r}")
     CASES["count"] += 1
+
+
+@contextmanager
+def waiting_after(chars: int) -> Iterator[None]:
+    """Make compiled parsers wait on holds from `chars` characters (CompiledParser._wait)."""
+    saved = CompiledParser.WAIT_AFTER
+    CompiledParser.WAIT_AFTER = chars
+    try:
+        yield
+    finally:
+        CompiledParser.WAIT_AFTER = saved

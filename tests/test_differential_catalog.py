@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
-from differential import check
+from differential import check, waiting_after
 from fixtures import load_fixtures
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,3 +40,17 @@ def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
     tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
     chunks = data.draw(chunkings(output), label="chunks")
     check(template, parser, prefix, chunks, tools)
+
+
+@pytest.mark.parametrize("name", ["gpt_oss", "inkling", "smollm3", "qwen3"])
+@given(data=st.data())
+def test_waiting_on_holds_changes_no_event(name: str, data: Any) -> None:
+    """As above, with parsers waiting on every hold they can (CompiledParser._wait)."""
+    template = load_entry(name).data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
+    output = data.draw(
+        outputs_for(template_literals(template), samples, max_size=20), label="output"
+    )
+    with waiting_after(1):
+        check(template, parser, "", data.draw(chunkings(output), label="chunks"))

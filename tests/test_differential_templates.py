@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from differential import check
+from differential import check, waiting_after
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes, templates
@@ -35,3 +35,21 @@ def test_generated_template_matches_reference(data: Any) -> None:
         )
         chunks = data.draw(chunkings(output), label="chunks")
         check(template, parser, prefix, chunks)
+
+
+@given(data=st.data())
+def test_waiting_on_long_holds_changes_no_event(data: Any) -> None:
+    """Parsers stop rescanning a held match that only a known text can change
+    (CompiledParser._wait). Waiting on every hold, however short, must give the
+    reference's events exactly."""
+    template, literals, samples = data.draw(templates(), label="template")
+    try:
+        load_response_template(template)
+    except (ValueError, TypeError):
+        return
+    parser = load_parser(template)
+    output = data.draw(
+        outputs_for(literals, [*samples, "<m>abc", "zz q", "<a>" + "x" * 20], 20), label="output"
+    )
+    with waiting_after(1):
+        check(template, parser, "", data.draw(chunkings(output), label="chunks"))
