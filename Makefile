@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
+LINT_STAMP := $(VENV)/.lint-installed
 
 .PHONY: compile compile-all check test bench bench-hostile clean-venv
 
@@ -17,6 +18,10 @@ $(TEST_STAMP): $(BUILD_STAMP)
 	$(PY) -m pip install --quiet -e '.[build,test]'
 	touch $@
 
+$(LINT_STAMP): $(BUILD_STAMP)
+	$(PY) -m pip install --quiet -e '.[build,lint]'
+	touch $@
+
 ## make compile MODEL=name: write generated/NAME.py from templates_catalog/NAME.json
 compile: $(BUILD_STAMP)
 	@test -n "$(MODEL)" || { echo "usage: make compile MODEL=<catalog entry>" >&2; exit 2; }
@@ -26,10 +31,14 @@ compile: $(BUILD_STAMP)
 compile-all: $(BUILD_STAMP)
 	$(PY) -m compiler compile-all
 
-## make check: fail when generated/ is stale or orphaned, or the catalog has lint findings
-check: $(BUILD_STAMP)
+## make check: fail when generated/ is stale or orphaned, the catalog has lint findings,
+## or the code fails ruff, black or mypy
+check: $(LINT_STAMP)
 	$(PY) -m compiler check
 	$(PY) -m compiler lint
+	$(PY) -m ruff check .
+	$(PY) -m black --check --quiet .
+	$(PY) -m mypy
 
 ## make test: the whole test suite, differential tests against transformers included
 test: $(TEST_STAMP)

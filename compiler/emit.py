@@ -24,8 +24,11 @@ from .ir import (
     Deferred,
     Field,
     JsonContent,
+    JsonStreamContent,
     KvLinesContent,
+    Operation,
     Placeholder,
+    PythonicContent,
     Template,
     TextContent,
     XmlInlineContent,
@@ -36,6 +39,13 @@ LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
 # Above this many stop characters a fast path tests one compiled character class instead.
 MAX_INLINE_STOP_CHARS = 4
 _READABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# The runtime function behind each extension transform operation.
+OPERATION_FUNCTIONS = {
+    "x-json-decode": "json_decode",
+    "x-single-key": "single_key",
+    "x-first": "first_of",
+    "x-each": "each_of",
+}
 # Exception classes a Deferred plan may raise, as written in generated code.
 DEFERRED_ERRORS = {
     "AttributeError": "AttributeError",
@@ -55,6 +65,7 @@ class PlanNames:
     prefix: str  # e.g. TOOL_CALLS or TOOL_CALLS_VALUE
     function: str | None = None  # module-level function, for value parsers
     value: PlanNames | None = None  # the nested value parser
+    kinds: list[tuple[str, PlanNames]] = dataclass_field(default_factory=list)  # x-xml-inline
 
     @property
     def tag(self) -> str:
@@ -63,6 +74,8 @@ class PlanNames:
             JsonContent: "json",
             XmlInlineContent: "xml",
             KvLinesContent: "kv",
+            PythonicContent: "pythonic",
+            JsonStreamContent: "jsonstream",
             Deferred: "deferred",
         }[type(self.plan)]
 
@@ -76,7 +89,8 @@ class PlanNames:
 
     def walk(self) -> list[PlanNames]:
         """This plan and every nested value parser, innermost last."""
-        return [self] + (self.value.walk() if self.value else [])
+        nested = ([self.value] if self.value else []) + [names for _, names in self.kinds]
+        return [self] + [plan for names in nested for plan in names.walk()]
 
 
 @dataclass
@@ -134,6 +148,19 @@ def _plan_names(plan: ContentPlan, path: str, prefix: str, function: str | None)
     if nested is not None:
         names.value = _plan_names(
             nested, f"{path}.value_parser", f"{prefix}_VALUE", f"_{prefix.lower()}_value"
+        )
+    for index, (kind, kind_plan) in enumerate(getattr(plan, "kind_parsers", ())):
+        # Kind texts are data: identifiers use the index, the text goes through q.
+        names.kinds.append(
+            (
+                kind,
+                _plan_names(
+                    kind_plan,
+                    f"{path}.kind_parsers.{kind}",
+                    f"{prefix}_KIND{index}",
+                    f"_{prefix.lower()}_kind{index}",
+                ),
+            )
         )
     return names
 
@@ -257,6 +284,7 @@ def _environment() -> Any:
         "upper": builtins["upper"],
     }
     env.tests.update(
+        operation=lambda value: isinstance(value, Operation),
         placeholder=lambda value: isinstance(value, Placeholder),
         dict=lambda value: isinstance(value, dict),
         list=lambda value: isinstance(value, list),
@@ -321,6 +349,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
             state_of=state_of,
             start=start,
             deferred_errors=DEFERRED_ERRORS,
+            operations=OPERATION_FUNCTIONS,
             profiles={
                 w.delimiter.pattern: w.profile
                 for st in automaton.states
@@ -400,15 +429,20 @@ def _runtime_imports(
                 used.add("parse_xml_inline")
             elif isinstance(plan.plan, KvLinesContent):
                 used.add("parse_kv_lines")
+            elif isinstance(plan.plan, PythonicContent):
+                used.add("parse_pythonic")
+            elif isinstance(plan.plan, JsonStreamContent):
+                used.add("parse_json_stream")
         if f.join is not None:
             used.add("require_str")
         if f.transform_each:
             used.add("each_item")
         for placeholder in _placeholders(f.transform):
-            if f.transform_each or placeholder.root != "content":
+            if not placeholder.loop and (f.transform_each or placeholder.root != "content"):
                 used.add("lookup")
             if placeholder.keys:
                 used.add("dig")
+        used |= {OPERATION_FUNCTIONS[operation.name] for operation in _operations(f.transform)}
     # isort's order: CONSTANTS, then Classes, then functions
     return sorted(
         used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
@@ -418,10 +452,22 @@ def _runtime_imports(
 def _placeholders(node: Any) -> list[Placeholder]:
     if isinstance(node, Placeholder):
         return [node]
+    if isinstance(node, Operation):
+        return _placeholders(node.argument)
     if isinstance(node, dict):
         return [item for value in node.values() for item in _placeholders(value)]
     if isinstance(node, list):
         return [item for value in node for item in _placeholders(value)]
+    return []
+
+
+def _operations(node: Any) -> list[Operation]:
+    if isinstance(node, Operation):
+        return [node, *_operations(node.argument)]
+    if isinstance(node, dict):
+        return [item for value in node.values() for item in _operations(value)]
+    if isinstance(node, list):
+        return [item for value in node for item in _operations(value)]
     return []
 
 

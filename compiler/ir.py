@@ -8,8 +8,9 @@ it verbatim as the module's TEMPLATE constant.
       fields: Field ...           in template order
         open / close: Delimiter   literals or a regex, with its key path
         plan: ContentPlan         TextContent | JsonContent | XmlInlineContent
-                                  | KvLinesContent | Deferred
-        transform: transform tree (JSON values with Placeholder leaves)
+                                  | KvLinesContent | PythonicContent
+                                  | JsonStreamContent | Deferred
+        transform: transform tree (JSON values, Placeholder leaves, Operation nodes)
       start_anchor: Delimiter
 """
 
@@ -87,6 +88,8 @@ class XmlInlineContent:
     tag_pattern: str
     value_parser: ContentPlan | None = None
     merge_duplicates: bool = False
+    # Extension x-xml-inline: the value parser for each text of the pattern's `kind` group.
+    kind_parsers: tuple[tuple[str, ContentPlan], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,9 +100,31 @@ class KvLinesContent:
     value_parser: ContentPlan | None = None
 
 
-ContentPlan: TypeAlias = "TextContent | JsonContent | XmlInlineContent | KvLinesContent | Deferred"
+@dataclass(frozen=True)
+class PythonicContent:
+    """Extension x-pythonic: tool calls in Python call syntax."""
+
+    bracketed: bool = True
+    json_literals: bool = True
+    accept_json: bool = False
+
+
+@dataclass(frozen=True)
+class JsonStreamContent:
+    """Extension x-json-stream: JSON values one after another."""
+
+    separators: tuple[str, ...] = ()
+    skip_invalid: bool = False
+
+
+ContentPlan: TypeAlias = (
+    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | PythonicContent | JsonStreamContent | Deferred"
+)
 
 CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"})
+# Extensions beyond v1 (runtime/extensions.py); a template using one is not plain v1.
+EXTENSION_PARSERS = frozenset({"x-pythonic", "x-json-stream", "x-xml-inline"})
+EXTENSION_OPERATIONS = frozenset({"x-json-decode", "x-single-key", "x-first", "x-each"})
 # Content parsers whose chunks are part of the final value (region_chunk dirty=False).
 STREAMABLE = frozenset({"text", "int", "float", "bool"})
 
@@ -111,6 +136,15 @@ class Placeholder:
     path: str
     root: str
     keys: tuple[str, ...]
+    loop: bool = False  # {item} inside an x-each value: the element, not a scope lookup
+
+
+@dataclass(frozen=True)
+class Operation:
+    """An extension transform operation, written {"x-NAME": argument} (argument lowered)."""
+
+    name: str
+    argument: Any
 
 
 @dataclass(frozen=True)

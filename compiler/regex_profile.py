@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 try:  # Python 3.11+
-    import re._constants as sre
-    import re._parser as sre_parse
+    import re._constants as sre  # type: ignore[import-not-found]
+    import re._parser as sre_parse  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants as sre  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
+    import sre_constants as sre  # type: ignore[no-redef, unused-ignore]
+    import sre_parse  # type: ignore[no-redef, unused-ignore]
 
 # Look-behind wider than this is treated as unbounded: keeping it would cost more than it saves.
 MAX_CONTEXT = 4096
@@ -116,7 +116,7 @@ def profile(pattern: str) -> RegexProfile:
 
 def _tail(pattern: str, items: list[Any]) -> tuple[str, str, frozenset[str] | None] | None:
     """Split HEAD + (.* | .*? | [^...]* | ...+) + LITERAL off the end of a pattern."""
-    literal = []
+    literal: list[str] = []
     index = len(items)
     while index and items[index - 1][0] is sre.LITERAL:
         index -= 1

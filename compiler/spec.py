@@ -18,9 +18,18 @@ from typing import Any
 
 import regex
 
+from . import extensions
 from .content import lower_content
 from .errors import TemplateError, TemplateTypeError
-from .ir import CONTENT_PARSERS, Delimiter, Field, Placeholder, Template
+from .ir import (
+    CONTENT_PARSERS,
+    EXTENSION_PARSERS,
+    Delimiter,
+    Field,
+    Operation,
+    Placeholder,
+    Template,
+)
 
 TOP_LEVEL_KEYS = frozenset(
     {"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"}
@@ -71,7 +80,7 @@ def template_sha256(template: Any) -> str:
 
 def uses_extensions(template: Any) -> list[str]:
     """The format extensions a template uses; [] for plain v1, which transformers loads."""
-    return []
+    return extensions.uses_extensions(template)
 
 
 def field_path(name: str) -> str:
@@ -158,7 +167,7 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
         raise TemplateError(path, f"unknown keys {sorted(unknown)}")
     content = spec.get("content", "text")
     try:
-        known = content in CONTENT_PARSERS
+        known = content in CONTENT_PARSERS or content in EXTENSION_PARSERS
     except TypeError:  # unhashable: the reference's dict lookup raises TypeError
         raise TemplateTypeError(f"{path}.content", f"unknown content parser {content!r}") from None
     if not known:
@@ -198,7 +207,13 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
         open=open_,
         close=close,
         content=content,
-        plan=lower_content(content, spec.get("content_args", {}), f"{path}.content_args"),
+        plan=(
+            extensions.lower_extension_content(
+                content, spec.get("content_args", {}), f"{path}.content_args"
+            )
+            if content in EXTENSION_PARSERS
+            else lower_content(content, spec.get("content_args", {}), f"{path}.content_args")
+        ),
         repeats=bool(spec.get("repeats", False)),
         join=join,
         optional=bool(spec.get("optional", True)),
@@ -252,18 +267,49 @@ def _named_groups(delimiter: Delimiter | None) -> set[str]:
     return set(regex.compile(delimiter.pattern, regex.DOTALL).groupindex)
 
 
-def _lower_transform(node: Any, path: str) -> Any:
-    """Copy a transform tree, turning whole-string placeholders into Placeholder leaves."""
+def _lower_transform(node: Any, path: str, in_each: bool = False) -> Any:
+    """Copy a transform tree, turning whole-string placeholders into Placeholder leaves
+    and extension operations ({"x-NAME": argument}) into Operation nodes."""
+    if extensions.is_operation(node):
+        ((name, argument),) = node.items()
+        where = f"{path}.{name}"
+        if name in ("x-first", "x-each"):
+            if (
+                not isinstance(argument, list)
+                or not argument
+                or (name == "x-each" and len(argument) != 2)
+            ):
+                shape = (
+                    "a list [LIST, VALUE], VALUE built for each element {item}"
+                    if name == "x-each"
+                    else "a non-empty list"
+                )
+                raise TemplateError(where, f"must be {shape}")
+            loops = [in_each, True] if name == "x-each" else [in_each] * len(argument)
+            return Operation(
+                name,
+                [
+                    _lower_transform(item, f"{where}[{i}]", loop)
+                    for i, (item, loop) in enumerate(zip(argument, loops, strict=True))
+                ],
+            )
+        return Operation(name, _lower_transform(argument, where, in_each))
     if isinstance(node, dict):
-        return {key: _lower_transform(value, f"{path}.{key}") for key, value in node.items()}
+        return {
+            key: _lower_transform(value, f"{path}.{key}", in_each) for key, value in node.items()
+        }
     if isinstance(node, list):
-        return [_lower_transform(value, f"{path}[{index}]") for index, value in enumerate(node)]
+        return [
+            _lower_transform(value, f"{path}[{index}]", in_each) for index, value in enumerate(node)
+        ]
     if not isinstance(node, str):
         return node
     whole = PLACEHOLDER.fullmatch(node)
     if whole:
         root, *keys = whole.group(1).split(".")
-        return Placeholder(path=whole.group(1), root=root, keys=tuple(keys))
+        return Placeholder(
+            path=whole.group(1), root=root, keys=tuple(keys), loop=in_each and root == "item"
+        )
     if PLACEHOLDER.search(node):
         raise TemplateError(
             path,

@@ -7,6 +7,14 @@ they call live in the sibling modules. Only `regex` is required at run time.
 
 from .automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
+from .extensions import (
+    each_of,
+    first_of,
+    json_decode,
+    parse_json_stream,
+    parse_pythonic,
+    single_key,
+)
 from .parser import (
     PARTS_PER_BLOCK,
     CompiledParser,
@@ -31,9 +39,15 @@ __all__ = [
     "after_last_match",
     "dig",
     "each_item",
+    "each_of",
+    "first_of",
+    "json_decode",
     "lookup",
     "parse_json",
+    "parse_json_stream",
     "parse_kv_lines",
+    "parse_pythonic",
     "parse_xml_inline",
     "require_str",
+    "single_key",
 ]

@@ -337,14 +337,14 @@ class State:
                     elif best is None or end > best[1]:
                         best = (found, end, delim, None)
 
-        for delim in self.patterns:
-            hit = memo.get(delim, _UNSEEN) if delim.memo else _UNSEEN
+        for pattern in self.patterns:
+            hit = memo.get(pattern, _UNSEEN) if pattern.memo else _UNSEEN
             if hit is _UNSEEN or (hit is not None and hit[0] < pos):
                 # A match starting after the best one so far cannot change this step.
-                hit = delim.search(buf, pos, eos, size if best is None else best[0])
+                hit = pattern.search(buf, pos, eos, size if best is None else best[0])
                 if hit is IRRELEVANT:
                     continue
-                memo[delim] = hit
+                memo[pattern] = hit
             if hit is None:
                 continue
             start, end, pending, match = hit
@@ -354,9 +354,9 @@ class State:
             elif (
                 best is None
                 or start < best[0]
-                or (start == best[0] and (end - best[1] or best[2].rank - delim.rank) > 0)
+                or (start == best[0] and (end - best[1] or best[2].rank - pattern.rank) > 0)
             ):
-                best = (start, end, delim, match)
+                best = (start, end, pattern, match)
 
         if (
             not eos

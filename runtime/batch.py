@@ -166,7 +166,7 @@ def parse_batch(
     """
     columns = {name: list(values) for name, values in batch.items()}
     rows = len(next(iter(columns.values()))) if columns else 0
-    options = {
+    options: dict[str, Any] = {
         "model": model,
         "output_field": output_field,
         "prefix_field": prefix_field,

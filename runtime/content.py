@@ -109,8 +109,13 @@ def parse_xml_inline(
     *,
     value_parser: ValueParser | None = None,
     merge_duplicates: bool = False,
+    kind_parsers: dict[str, ValueParser] | None = None,
 ) -> dict[str, Any]:
-    """A flat run of tags into a dict: the `key` and `value` groups of each tag match."""
+    """A flat run of tags into a dict: the `key` and `value` groups of each tag match.
+
+    `kind_parsers` (extension x-xml-inline) picks the value parser by the text of the
+    tag's `kind` group; a tag without a listed kind uses `value_parser`.
+    """
     out: dict[str, Any] = {}
     for match in _bounded(tag_pattern.finditer, "xml-inline tag_pattern", text):
         groups = match.groupdict()
@@ -120,7 +125,12 @@ def parse_xml_inline(
                 f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern.pattern}"
             )
         raw = groups.get("value", "")
-        value = raw if value_parser is None else value_parser(raw)
+        parser = (
+            kind_parsers.get(groups.get("kind") or "", value_parser)
+            if kind_parsers
+            else value_parser
+        )
+        value = raw if parser is None else parser(raw)
         if key in out and merge_duplicates:
             if not isinstance(out[key], list):
                 out[key] = [out[key]]

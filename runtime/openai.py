@@ -204,8 +204,8 @@ class ChunkAdapter:
             deltas.append({"role": "assistant"})
         for event in events:
             kind, name = event.get("type"), event.get("field")
-            text_field = self._text.get(name)  # type: ignore[arg-type]
-            if text_field is not None:
+            text_field = self._text.get(name) if isinstance(name, str) else None
+            if text_field is not None and isinstance(name, str):
                 if kind == "region_open":
                     text_field.open()
                 elif kind == "region_chunk":

@@ -11,6 +11,7 @@ from differential import check
 from fixtures import COVERAGE, fixture_chunkings, load_fixtures, required_coverage
 
 from compiler.catalog import entry_names, load_entry
+from compiler.spec import uses_extensions
 
 MIN_CASES = 6
 CASES = [(name, case) for name in entry_names() for case in load_fixtures(name)["cases"]]
@@ -44,6 +45,7 @@ def run(parser_cls: Any, case: dict[str, Any], chunks: list[str]) -> tuple[str, 
 def test_fixture(name: str, case: dict[str, Any]) -> None:
     parser_cls = importlib.import_module(f"generated.{name}").Parser
     template = load_entry(name).data["response_template"]
+    v1 = not uses_extensions(template)  # only plain v1 templates load in the reference
     for chunks in fixture_chunkings(case["output"], f"{name}/{case['name']}"):
         kind, result = run(parser_cls, case, chunks)
         if "error" in case:  # a subclass is fine: ours name the field and offset
@@ -53,4 +55,5 @@ def test_fixture(name: str, case: dict[str, Any]) -> None:
             ), f"chunks={chunks!r}: {result!r}"
         else:
             assert (kind, result) == ("message", case["expected"]), f"chunks={chunks!r}"
-        check(template, parser_cls, case["prefix"], chunks, case.get("tools"))
+        if v1:
+            check(template, parser_cls, case["prefix"], chunks, case.get("tools"))

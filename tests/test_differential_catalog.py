@@ -14,9 +14,17 @@ from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes
 
 from compiler.catalog import entry_names, load_entry
+from compiler.spec import uses_extensions
+
+V1 = [
+    name
+    for name in entry_names()
+    if not uses_extensions(load_entry(name).data["response_template"])
+]
+EXTENDED = [name for name in entry_names() if name not in V1]
 
 
-@pytest.mark.parametrize("name", entry_names())
+@pytest.mark.parametrize("name", V1)
 @given(data=st.data())
 def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
     entry = load_entry(name)
@@ -54,3 +62,40 @@ def test_waiting_on_holds_changes_no_event(name: str, data: Any) -> None:
     )
     with waiting_after(1):
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
+
+
+def _trace(parser_cls: Any, prefix: str, chunks: list[str], tools: Any) -> Any:
+    try:
+        parser = parser_cls(prefix, tools=tools)
+        for chunk in chunks:
+            parser.feed(chunk)
+        return parser.finalize()[0]
+    except Exception as error:  # the class is the observation
+        return type(error)
+
+
+def test_the_catalog_has_extension_entries() -> None:
+    assert EXTENDED, "no catalog entry uses an extension, so nothing below runs"
+
+
+@pytest.mark.parametrize("name", EXTENDED)
+@given(data=st.data())
+def test_extension_entries_parse_the_same_under_any_chunking(name: str, data: Any) -> None:
+    """No reference loads extension templates: every chunking must give the message (or the
+    exception class) that one-shot parsing gives."""
+    entry = load_entry(name)
+    template = entry.data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    samples = load_fixtures(name)["samples"] + [
+        case["output"] for case in load_fixtures(name)["cases"]
+    ]
+    output = data.draw(
+        outputs_for(template_literals(template), samples, max_size=12), label="output"
+    )
+    prefix = data.draw(
+        st.sampled_from(["", *sorted(entry.generation_prompt.values())]), label="prefix"
+    )
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    assert _trace(parser, prefix, data.draw(chunkings(output), label="chunks"), tools) == _trace(
+        parser, prefix, [output], tools
+    )

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 import transformers.tokenization_utils_base as tokenization_base
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from offline_tokenizer import SMOLLM3, SPECIAL_TOKENS, smollm3_tokenizer
 from transformers import PreTrainedTokenizerFast
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
@@ -32,18 +32,6 @@ import integrations.transformers as integration
 from compiler import TemplateError, load_parser
 from compiler.catalog import ROOT, entry_names
 from compiler.spec import template_sha256
-
-SPECIAL_TOKENS = [
-    "<|im_start|>",
-    "<|im_end|>",
-    "<think>",
-    "</think>",
-    "<tool_call>",
-    "</tool_call>",
-]
-SMOLLM3 = json.loads((ROOT / "templates_catalog" / "smollm3.json").read_text(encoding="utf-8"))[
-    "response_template"
-]
 
 # Not in the catalog: smollm3 as transformers first shipped it (literal closes).
 JIT_TEMPLATE = copy.deepcopy(SMOLLM3)
@@ -105,19 +93,7 @@ def offline() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def tokenizer(offline: None) -> PreTrainedTokenizerFast:
-    model = Tokenizer(models.BPE())
-    model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    model.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=400,
-        special_tokens=SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    model.train_from_iterator([*PREFIXES, *OUTPUTS] * 3, trainer)
-    wrapped = PreTrainedTokenizerFast(tokenizer_object=model, clean_up_tokenization_spaces=False)
-    wrapped.response_template = copy.deepcopy(SMOLLM3)
-    return wrapped
+    return smollm3_tokenizer([*PREFIXES, *OUTPUTS])
 
 
 @pytest.fixture

@@ -1,0 +1,440 @@
+"""Format extensions (x-...): unit, property and streaming tests.
+
+There is no reference for them, so streaming is checked against one-shot parsing: every
+chunking must give the same message, and region chunks must add up to the output text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import regex
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import chunkings
+
+from compiler import load_parser
+from compiler.errors import TemplateError
+from compiler.spec import build_template, uses_extensions
+from runtime.content import parse_xml_inline
+from runtime.extensions import first_of, json_decode, parse_json_stream, parse_pythonic, single_key
+
+# -- x-pythonic --------------------------------------------------------------------------
+
+NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,5})?", fullmatch=True)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CALLS = st.lists(
+    st.tuples(
+        NAMES,
+        st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), VALUES, max_size=4),
+    ),
+    max_size=4,
+)
+
+
+def python_call(name: str, arguments: dict[str, Any]) -> str:
+    return f"{name}(" + ", ".join(f"{key}={value!r}" for key, value in arguments.items()) + ")"
+
+
+@given(calls=CALLS)
+def test_pythonic_reads_back_what_python_writes(calls: list[tuple[str, dict[str, Any]]]) -> None:
+    expected = [{"name": name, "arguments": arguments} for name, arguments in calls]
+    listed = "[" + ", ".join(python_call(name, arguments) for name, arguments in calls) + "]"
+    assert parse_pythonic(listed) == expected
+    lines = "\n".join(python_call(name, arguments) for name, arguments in calls)
+    assert parse_pythonic(lines, bracketed=False) == expected
+
+
+def test_pythonic_json_literals_and_refusals() -> None:
+    assert parse_pythonic("[f(a=true, b=null, c=[false])]") == [
+        {"name": "f", "arguments": {"a": True, "b": None, "c": [False]}}
+    ]
+    with pytest.raises(ValueError, match="not a literal"):
+        parse_pythonic("[f(a=true)]", json_literals=False)
+    for bad in (
+        "[f(1)]",
+        "[f(**k)]",
+        "[x]",
+        "[f(a=open('x'))]",
+        "[f(a=b'x')]",
+        "[f(a=1e999)]",
+        "f(a=1",
+        "{}",
+    ):
+        with pytest.raises(ValueError):
+            parse_pythonic(bad)
+
+
+def test_pythonic_never_evaluates() -> None:
+    with pytest.raises(ValueError):
+        parse_pythonic("[f(a=__import__('os').system('false'))]")
+
+
+# -- x-json-stream ------------------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=8)),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+@given(
+    values=st.lists(JSON_VALUES, max_size=5),
+    separator=st.sampled_from([" ", "\n", ";", "; ", "<|python_tag|>"]),
+)
+def test_json_stream_reads_back_concatenated_values(values: list[Any], separator: str) -> None:
+    text = separator.join(json.dumps(value) for value in values)
+    assert parse_json_stream(text, separators=(";", "<|python_tag|>")) == values
+
+
+def test_json_stream_invalid_stretches() -> None:
+    text = '{"a": 1}\nnot json here\n{"b": 2}'
+    with pytest.raises(ValueError, match="x-json-stream"):
+        parse_json_stream(text)
+    assert parse_json_stream(text, skip_invalid=True) == [{"a": 1}, {"b": 2}]
+
+
+# -- x-xml-inline -------------------------------------------------------------------------
+
+DSML_TAG = (
+    r'<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>'
+    r"(?P<value>.*?)</｜DSML｜parameter>"
+)
+DSML = {
+    "start_anchor": "<｜Assistant｜>",
+    "fields": {
+        "tool_calls": {
+            "open_pattern": r'\s*<｜DSML｜invoke name="(?P<name>[^"]+)">',
+            "close": "</｜DSML｜invoke>",
+            "repeats": True,
+            "content": "x-xml-inline",
+            "content_args": {
+                "tag_pattern": DSML_TAG,
+                "kind_parsers": {"false": {"name": "json", "args": {"allow_non_json": True}}},
+            },
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{content}"},
+            },
+        },
+        "content": {"close": "<｜end▁of▁sentence｜>"},
+    },
+}
+
+
+def dsml_parameter(key: str, value: Any) -> str:
+    if isinstance(value, str):
+        return f'<｜DSML｜parameter name="{key}" string="true">{value}</｜DSML｜parameter>'
+    return f'<｜DSML｜parameter name="{key}" string="false">{json.dumps(value)}</｜DSML｜parameter>'
+
+
+PARAMETER_KEYS = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+PARAMETER_TEXT = st.text(st.characters(blacklist_characters="<"), max_size=10)
+
+
+@given(
+    calls=st.lists(
+        st.tuples(
+            NAMES,
+            st.dictionaries(PARAMETER_KEYS, st.one_of(PARAMETER_TEXT, JSON_VALUES), max_size=3),
+        ),
+        max_size=3,
+    ),
+    data=st.data(),
+)
+def test_xml_inline_kinds_choose_the_value_parser(
+    calls: list[tuple[str, dict[str, Any]]], data: Any
+) -> None:
+    """string="true" keeps the raw text (even "5" or "null"); string="false" decodes JSON."""
+    parser = load_parser(DSML)
+    output = "Checking." + "".join(
+        f'\n<｜DSML｜invoke name="{name}">\n'
+        + "\n".join(dsml_parameter(key, value) for key, value in arguments.items())
+        + "\n</｜DSML｜invoke>"
+        for name, arguments in calls
+    )
+    expected = [{"type": "function", "function": {"name": n, "arguments": a}} for n, a in calls]
+    assert parser.parse(output, prefix="").get("tool_calls", []) == expected
+    streaming = parser("")
+    for chunk in data.draw(chunkings(output)):
+        streaming.feed(chunk)
+    assert streaming.finalize()[0].get("tool_calls", []) == expected
+
+
+def test_xml_inline_untyped_tags_use_the_value_parser() -> None:
+    pattern = regex.compile(DSML_TAG, regex.DOTALL)
+    text = '<｜DSML｜parameter name="a">7</｜DSML｜parameter><｜DSML｜parameter name="b" string="false">7</｜DSML｜parameter>'
+    assert parse_xml_inline(text, pattern, kind_parsers={"false": json.loads}) == {"a": "7", "b": 7}
+    assert parse_xml_inline(text, pattern, value_parser=int, kind_parsers={"true": str}) == {
+        "a": 7,
+        "b": 7,
+    }
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({}, r"content_args\.tag_pattern: required by x-xml-inline"),
+        ({"tag_pattern": "(?P<value>.*)"}, r"tag_pattern: needs a named group 'key'"),
+        ({"tag_pattern": "(?P<key>a)(", "kind_parsers": {}}, r"tag_pattern: invalid regex"),
+        (
+            {"tag_pattern": "(?P<key>a)", "kind_parsers": {"x": {"name": "json"}}},
+            r"needs a named group 'kind'",
+        ),
+        (
+            {"tag_pattern": "(?P<key>a)(?P<kind>b)", "kind_parsers": {"b": {"name": "yaml"}}},
+            r"kind_parsers\.b\.name: unknown content parser",
+        ),
+        (
+            {"tag_pattern": "(?P<key>a)", "value_parser": {"name": "xml-inline"}},
+            r"value_parser: .*tag_pattern: required",
+        ),
+        (
+            {"tag_pattern": "(?P<key>a)", "value_parser": {"nam": "json"}},
+            r"value_parser: must be an object",
+        ),
+    ],
+)
+def test_xml_inline_arguments_fail_at_build_time(args: dict[str, Any], message: str) -> None:
+    """What v1 xml-inline defers to the first close, the extension refuses at build time."""
+    template = {
+        "start_anchor": "A",
+        "fields": {"t": {"open": "[", "content": "x-xml-inline", "content_args": args}},
+    }
+    with pytest.raises(TemplateError, match=message):
+        build_template(template)
+
+
+# -- transform operations ---------------------------------------------------------------
+
+
+def test_operations() -> None:
+    assert json_decode('{"a": [1]}') == {"a": [1]}
+    assert json_decode("not json") == "not json"
+    assert json_decode({"a": 1}) == {"a": 1}
+    assert single_key({"f": {"x": 1}}) == {"name": "f", "arguments": {"x": 1}}
+    with pytest.raises(ValueError):
+        single_key({"f": 1, "g": 2})
+    assert first_of(lambda: {}["missing"], lambda: 2) == 2
+    with pytest.raises(KeyError):
+        first_of(lambda: {}["missing"], lambda: {}["also"])
+
+
+# -- templates that use them ------------------------------------------------------------
+
+PYTHONIC = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<|python_start|>",
+            "close": "<|python_end|>",
+            "content": "x-pythonic",
+            "transform_each": True,
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{arguments}"},
+            },
+        },
+        "content": {"close": "<|eot|>"},
+    },
+}
+JSON_STREAM = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "assistant:",
+    "fields": {
+        "tool_calls": {
+            "open": "<|python_tag|>",
+            "content": "x-json-stream",
+            "content_args": {"separators": [";", "<|python_tag|>"]},
+            "transform_each": True,
+            "transform": {
+                "type": "function",
+                "function": {
+                    "name": "{name}",
+                    "arguments": {
+                        "x-json-decode": {"x-first": ["{parameters}", "{arguments}", {}]}
+                    },
+                },
+            },
+        },
+        "content": {},
+    },
+}
+SINGLE_KEY = {
+    "start_anchor": "A:",
+    "fields": {
+        "tool_calls": {
+            "open": "<|tools_prefix|>",
+            "close": "<|tools_suffix|>",
+            "content": "json",
+            "transform_each": True,
+            "transform": {"type": "function", "function": {"x-single-key": "{content}"}},
+        },
+        "content": {},
+    },
+}
+
+
+def test_uses_extensions_tells_extension_templates_from_v1() -> None:
+    assert uses_extensions(PYTHONIC) == ["x-pythonic"]
+    assert uses_extensions(DSML) == ["x-xml-inline"]
+    assert uses_extensions(JSON_STREAM) == ["x-first", "x-json-decode", "x-json-stream"]
+    apertus = {
+        "fields": {"t": {"transform": {"x-each": ["{content}", {"x-single-key": "{item}"}]}}}
+    }
+    assert uses_extensions(apertus) == ["x-each", "x-single-key"]
+    assert (
+        uses_extensions(
+            {"start_anchor": "A", "fields": {"c": {"transform": {"x-json-decode": 1, "k": 2}}}}
+        )
+        == []
+    )
+
+
+def test_single_key_objects() -> None:
+    # transform_each unpacks each element into scope; a whole-element value needs {content}
+    # from a non-each transform, so reshape with x-single-key over a plain json array here.
+    template = dict(SINGLE_KEY)
+    template["fields"] = dict(SINGLE_KEY["fields"])
+    template["fields"]["tool_calls"] = {
+        "open": "<|tools_prefix|>",
+        "close": "<|tools_suffix|>",
+        "content": "json",
+        "repeats": True,
+        "transform": {"type": "function", "function": {"x-single-key": "{content}"}},
+    }
+    message = load_parser(template).parse(
+        'ok<|tools_prefix|>{"get": {"city": "Oslo"}}<|tools_suffix|>', prefix=""
+    )
+    assert message["tool_calls"] == [
+        {"type": "function", "function": {"name": "get", "arguments": {"city": "Oslo"}}}
+    ]
+
+
+def test_extension_arguments_are_checked_strictly() -> None:
+    bad = {
+        "start_anchor": "A",
+        "fields": {"t": {"open": "[", "content": "x-pythonic", "content_args": {"brackets": 1}}},
+    }
+    with pytest.raises(
+        TemplateError, match=r"fields\.t\.content_args\.brackets: not an argument of x-pythonic"
+    ):
+        build_template(bad)
+    bad = {"start_anchor": "A", "fields": {"t": {"open": "[", "content": "x-yaml"}}}
+    with pytest.raises(TemplateError, match="unknown content parser 'x-yaml'"):
+        build_template(bad)
+    bad = {"start_anchor": "A", "fields": {"t": {"open": "[", "transform": {"x-first": []}}}}
+    with pytest.raises(TemplateError, match=r"transform\.x-first: must be a non-empty list"):
+        build_template(bad)
+
+
+@st.composite
+def pythonic_outputs(draw: Any) -> str:
+    pieces = []
+    for _ in range(draw(st.integers(0, 3))):
+        pieces.append(draw(st.sampled_from(["Sure. ", "Let me check.\n", "é🙂 ", ""])))
+        calls = draw(CALLS.filter(bool))
+        pieces.append(
+            "<|python_start|>[" + ", ".join(python_call(n, a) for n, a in calls) + "]<|python_end|>"
+        )
+    return "".join(pieces) + draw(st.sampled_from(["", "Done.", "Done.<|eot|>"]))
+
+
+@given(data=st.data())
+def test_streaming_an_extension_template_gives_the_one_shot_message(data: Any) -> None:
+    parser = load_parser(PYTHONIC)
+    output = data.draw(pythonic_outputs())
+    expected = parser.parse(output, prefix="")
+    streaming = parser("")
+    events = list(streaming.initial_events)
+    for chunk in data.draw(chunkings(output)):
+        events += streaming.feed(chunk)
+    message, final = streaming.finalize()
+    assert message == expected
+    chunks = "".join(event["text"] for event in events + final if event["type"] == "region_chunk")
+    delimiters = ("<|python_start|>", "<|python_end|>", "<|eot|>")
+    stripped = output
+    for delimiter in delimiters:
+        stripped = stripped.replace(delimiter, "")
+    assert chunks == stripped, "region chunks are the output, delimiters removed"
+    tool_chunks = [
+        e for e in events + final if e["type"] == "region_chunk" and e["field"] == "tool_calls"
+    ]
+    assert all(e["dirty"] for e in tool_chunks)
+
+
+@given(data=st.data())
+def test_json_stream_template_streams_like_one_shot(data: Any) -> None:
+    parser = load_parser(JSON_STREAM)
+    calls = data.draw(
+        st.lists(
+            st.tuples(NAMES, st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=2)),
+            max_size=3,
+        )
+    )
+    key = data.draw(st.sampled_from(["parameters", "arguments"]))
+    body = "; ".join(json.dumps({"name": name, key: args}) for name, args in calls)
+    output = ("Here. <|python_tag|>" + body) if calls else "Nothing to call."
+    expected = parser.parse(output, prefix="")
+    streaming = parser("")
+    for chunk in data.draw(chunkings(output)):
+        streaming.feed(chunk)
+    assert streaming.finalize()[0] == expected
+    if calls:
+        assert [call["function"] for call in expected["tool_calls"]] == [
+            {"name": n, "arguments": a} for n, a in calls
+        ]
+
+
+def test_each_builds_a_value_per_element() -> None:
+    template = {
+        "start_anchor": "A:",
+        "fields": {
+            "tool_calls": {
+                "open": "<|tools_prefix|>",
+                "close": "<|tools_suffix|>",
+                "content": "json",
+                "transform": {
+                    "x-each": [
+                        "{content}",
+                        {"type": "function", "function": {"x-single-key": "{item}"}},
+                    ]
+                },
+            },
+            "content": {},
+        },
+    }
+    text = 'Hi<|tools_prefix|>[{"get": {"city": "Oslo"}}, {"ping": {}}]<|tools_suffix|>'
+    assert load_parser(template).parse(text, prefix="")["tool_calls"] == [
+        {"type": "function", "function": {"name": "get", "arguments": {"city": "Oslo"}}},
+        {"type": "function", "function": {"name": "ping", "arguments": {}}},
+    ]
+
+
+def test_pythonic_accepts_json_calls_when_asked() -> None:
+    assert parse_pythonic('[{"name": "f", "parameters": {"a": 1}}]', accept_json=True) == [
+        {"name": "f", "arguments": {"a": 1}}
+    ]
+    assert parse_pythonic('{"name": "g", "arguments": {}}', accept_json=True) == [
+        {"name": "g", "arguments": {}}
+    ]
+    assert parse_pythonic("[f(a=1)]", accept_json=True) == [{"name": "f", "arguments": {"a": 1}}]
