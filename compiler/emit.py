@@ -435,6 +435,8 @@ def _runtime_imports(
                 used.add("parse_json_stream")
         if f.join is not None:
             used.add("require_str")
+        if f.extend:
+            used.add("extend_list")
         if f.transform_each:
             used.add("each_item")
         for placeholder in _placeholders(f.transform):

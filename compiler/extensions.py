@@ -16,6 +16,7 @@ from .content import lower_content
 from .errors import TemplateError
 from .ir import (
     CONTENT_PARSERS,
+    EXTENSION_FIELD_KEYS,
     EXTENSION_OPERATIONS,
     EXTENSION_PARSERS,
     ContentPlan,
@@ -52,6 +53,7 @@ def uses_extensions(spec: Any) -> list[str]:
         content = field.get("content")
         if isinstance(content, str) and content in EXTENSION_PARSERS:
             used.add(content)
+        used |= EXTENSION_FIELD_KEYS & set(field)
         used |= _operations(field.get("transform"))
     return sorted(used)
 
@@ -65,6 +67,17 @@ def _operations(node: Any) -> set[str]:
     if isinstance(node, list):
         return {op for value in node for op in _operations(value)}
     return set()
+
+
+def lower_extend(field: dict[str, Any], path: str) -> bool:
+    """x-extend: the field's value is one list that every region's list extends, for
+    formats that may write several blocks of calls in one turn."""
+    extend = field.get("x-extend", False)
+    if not isinstance(extend, bool):
+        raise TemplateError(f"{path}.x-extend", f"must be a boolean, got {extend!r}")
+    if extend and (field.get("repeats") or "join" in field):
+        raise TemplateError(f"{path}.x-extend", "replaces 'repeats' and 'join': use one of them")
+    return extend
 
 
 def lower_extension_content(kind: str, args: Any, path: str) -> ContentPlan:

@@ -125,6 +125,7 @@ CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline
 # Extensions beyond v1 (runtime/extensions.py); a template using one is not plain v1.
 EXTENSION_PARSERS = frozenset({"x-pythonic", "x-json-stream", "x-xml-inline"})
 EXTENSION_OPERATIONS = frozenset({"x-json-decode", "x-single-key", "x-first", "x-each"})
+EXTENSION_FIELD_KEYS = frozenset({"x-extend"})
 # Content parsers whose chunks are part of the final value (region_chunk dirty=False).
 STREAMABLE = frozenset({"text", "int", "float", "bool"})
 
@@ -161,6 +162,8 @@ class Field:
     optional: bool
     transform: Any  # transform tree with Placeholder leaves; None when absent
     transform_each: bool
+    # Extension x-extend: each region's value is a list that extends the field's list.
+    extend: bool = False
 
     @property
     def implicit(self) -> bool:

@@ -23,6 +23,7 @@ from .content import lower_content
 from .errors import TemplateError, TemplateTypeError
 from .ir import (
     CONTENT_PARSERS,
+    EXTENSION_FIELD_KEYS,
     EXTENSION_PARSERS,
     Delimiter,
     Field,
@@ -162,9 +163,10 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
     path = field_path(name)
     if not isinstance(spec, dict):
         raise TemplateError(path, f"must be an object, got {_type_name(spec)}")
-    unknown = set(spec) - FIELD_KEYS
+    unknown = set(spec) - FIELD_KEYS - EXTENSION_FIELD_KEYS
     if unknown:
         raise TemplateError(path, f"unknown keys {sorted(unknown)}")
+    extend = extensions.lower_extend(spec, path)
     content = spec.get("content", "text")
     try:
         known = content in CONTENT_PARSERS or content in EXTENSION_PARSERS
@@ -219,6 +221,7 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
         optional=bool(spec.get("optional", True)),
         transform=transform,
         transform_each=transform_each,
+        extend=extend,
     )
 
 

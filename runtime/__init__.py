@@ -9,6 +9,7 @@ from .automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
 from .extensions import (
     each_of,
+    extend_list,
     first_of,
     json_decode,
     parse_json_stream,
@@ -40,6 +41,7 @@ __all__ = [
     "dig",
     "each_item",
     "each_of",
+    "extend_list",
     "first_of",
     "json_decode",
     "lookup",

@@ -8,6 +8,9 @@ says which it uses.
 Content parsers (structured, so their region chunks are dirty):
 - `x-pythonic`: Python call syntax, `[f(a=1, b='x'), g()]` or one call per line.
 - `x-json-stream`: several JSON values one after another, with optional separators.
+Field option:
+- `"x-extend": true`: each region's value (a list) extends the field's list, so several
+  blocks of calls in one turn give one list (where `repeats` would nest them).
 Transform operations (a dict with that single key, wherever a transform value goes):
 - `{"x-json-decode": VALUE}`: a string holding JSON is decoded (else kept).
 - `{"x-single-key": VALUE}`: `{NAME: ARGS}` becomes `{"name": NAME, "arguments": ARGS}`.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +51,7 @@ def parse_pythonic(
             ]
     if bracketed:
         try:
-            tree = ast.parse(source, mode="eval").body
+            tree = _expression(source)
         except SyntaxError as error:
             raise ValueError(
                 f"x-pythonic: not Python call syntax: {error.msg}\nContent: {text!r}"
@@ -62,12 +66,20 @@ def parse_pythonic(
         for line in source.splitlines():
             if line.strip():
                 try:
-                    calls.append(ast.parse(line.strip(), mode="eval").body)
+                    calls.append(_expression(line.strip()))
                 except SyntaxError as error:
                     raise ValueError(
                         f"x-pythonic: not a Python call: {error.msg}\nLine: {line!r}"
                     ) from None
     return [_call(node, json_literals) for node in calls]
+
+
+def _expression(source: str) -> ast.expr:
+    """The syntax tree of one expression. Model text is data: the warnings Python gives
+    for code (an invalid escape such as '\\<' in a string) are not ours to print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, mode="eval").body
 
 
 def _json_call(item: Any) -> dict[str, Any]:
@@ -158,6 +170,15 @@ def parse_json_stream(
             index = size if newline == -1 else newline + 1
             continue
         values.append(value)
+
+
+def extend_list(previous: Any, value: Any, field: str) -> list[Any]:
+    """x-extend: a region's list of values added to the field's list so far."""
+    if not isinstance(value, list):
+        raise ValueError(
+            f"Field {field!r}: 'x-extend' requires each region to give a list, got {type(value).__name__}"
+        )
+    return value[:] if previous is None else [*previous, *value]
 
 
 def json_decode(value: Any) -> Any:

@@ -7,6 +7,8 @@ chunking must give the same message, and region chunks must add up to the output
 from __future__ import annotations
 
 import json
+import keyword
+import warnings
 from typing import Any
 
 import pytest
@@ -23,7 +25,11 @@ from runtime.extensions import first_of, json_decode, parse_json_stream, parse_p
 
 # -- x-pythonic --------------------------------------------------------------------------
 
-NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,5})?", fullmatch=True)
+# Names Python can write: a keyword (`[as()]`, `f(from=1)`) is not call syntax, for us as for
+# the peers' pythonic parsers, which also go through `ast`.
+NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,8}(\.[a-z_][a-z0-9_]{0,5})?", fullmatch=True).filter(
+    lambda name: not any(keyword.iskeyword(part) for part in name.split("."))
+)
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -41,7 +47,13 @@ VALUES = st.recursive(
 CALLS = st.lists(
     st.tuples(
         NAMES,
-        st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), VALUES, max_size=4),
+        st.dictionaries(
+            st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True).filter(
+                lambda key: not keyword.iskeyword(key)
+            ),
+            VALUES,
+            max_size=4,
+        ),
     ),
     max_size=4,
 )
@@ -438,3 +450,91 @@ def test_pythonic_accepts_json_calls_when_asked() -> None:
         {"name": "g", "arguments": {}}
     ]
     assert parse_pythonic("[f(a=1)]", accept_json=True) == [{"name": "f", "arguments": {"a": 1}}]
+
+
+def test_pythonic_is_silent_about_escapes_in_model_text() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert parse_pythonic(r"[f(a='\<b>')]") == [{"name": "f", "arguments": {"a": "\\<b>"}}]
+
+
+# -- x-extend ----------------------------------------------------------------------------
+
+BLOCKS = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|assistant|>",
+    "fields": {
+        "tool_calls": {
+            "open": "<|python_start|>",
+            "close": "<|python_end|>",
+            "content": "x-pythonic",
+            "transform_each": True,
+            "transform": {
+                "type": "function",
+                "function": {"name": "{name}", "arguments": "{arguments}"},
+            },
+            "x-extend": True,
+        },
+        "content": {"repeats": True, "join": " "},
+    },
+}
+
+
+@given(blocks=st.lists(CALLS, min_size=1, max_size=3), data=st.data())
+def test_extend_concatenates_the_blocks_of_one_turn(blocks: list[Any], data: Any) -> None:
+    """Every block's calls, in order, in one flat list, under any chunking."""
+    output = " then ".join(
+        "<|python_start|>[" + ", ".join(python_call(n, a) for n, a in calls) + "]<|python_end|>"
+        for calls in blocks
+    )
+    expected = [
+        {"type": "function", "function": {"name": n, "arguments": a}}
+        for calls in blocks
+        for n, a in calls
+    ]
+    parser = load_parser(BLOCKS)
+    streaming = parser("")
+    events = []
+    for chunk in data.draw(chunkings(output)):
+        events += streaming.feed(chunk)
+    message, final = streaming.finalize()
+    assert message.get("tool_calls", []) == expected
+    closes = [
+        e["value"]
+        for e in events + final
+        if e["type"] == "region_close" and e["field"] == "tool_calls"
+    ]
+    assert [len(value) for value in closes] == [
+        len(calls) for calls in blocks
+    ], "each close gives its own block"
+
+
+def test_extend_needs_lists_and_stands_alone() -> None:
+    template = {"start_anchor": "A", "fields": {"t": {"open": "[", "close": "]", "x-extend": True}}}
+    with pytest.raises(ValueError, match="'x-extend' requires each region to give a list, got str"):
+        load_parser(template).parse("[a]", prefix="")
+    assert uses_extensions(template) == ["x-extend"]
+    for bad, message in [
+        ({"x-extend": "yes"}, r"fields\.t\.x-extend: must be a boolean"),
+        (
+            {"x-extend": True, "repeats": True},
+            r"fields\.t\.x-extend: replaces 'repeats' and 'join'",
+        ),
+        ({"x-extend": True, "repeats": True, "join": ","}, r"x-extend: replaces"),
+    ]:
+        with pytest.raises(TemplateError, match=message):
+            build_template({"start_anchor": "A", "fields": {"t": {"open": "[", **bad}}})
+
+
+def test_extend_keeps_raw_text_in_lenient_mode() -> None:
+    parser = load_parser(BLOCKS)
+    message = parser.parse(
+        "<|python_start|>[f(a=1)]<|python_end|><|python_start|>[oops(<|python_end|>",
+        prefix="",
+        on_error="keep_raw",
+    )
+    assert message["tool_calls"] == [
+        {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}},
+        "[oops(",
+    ]
+    assert message["parse_errors"][0]["field"] == "tool_calls"

@@ -186,3 +186,83 @@ def test_the_canary_would_catch_execution() -> None:
         assert hasattr(builtins, CANARY)
     finally:
         delattr(builtins, CANARY)
+
+
+@st.composite
+def hostile_extension_templates(draw: Any) -> dict[str, Any]:
+    """Templates using every extension, with adversarial text in each string they carry."""
+    kind = draw(TEXT)
+    tag = regex.escape(draw(TEXT))
+    return {
+        "defaults": {draw(TEXT): draw(TEXT)},
+        "start_anchor": draw(TEXT),
+        "fields": {
+            draw(TEXT): {
+                "open": "<<a>>",
+                "close": "<</a>>",
+                "content": "x-xml-inline",
+                "content_args": {
+                    "tag_pattern": f"(?P<key>{tag})(?P<kind>{regex.escape(kind)})?=(?P<value>[^;]*);",
+                    "kind_parsers": {kind: {"name": "json", "args": {"allow_non_json": True}}},
+                },
+                "transform": {draw(TEXT): {"x-first": ["{content." + "k}", draw(TEXT)]}},
+            },
+            draw(TEXT): {
+                "open": "<<b>>",
+                "content": "x-json-stream",
+                "content_args": {"separators": [draw(TEXT)], "skip_invalid": True},
+                "x-extend": True,
+                "transform": {"x-each": ["{content}", {draw(TEXT): {"x-json-decode": "{item}"}}]},
+            },
+            draw(TEXT): {
+                "open": "<<c>>",
+                "close": "<</c>>",
+                "content": "x-pythonic",
+                "transform": {
+                    "x-each": ["{content}", {"x-single-key": {draw(TEXT): "{item.name}"}}]
+                },
+            },
+        },
+    }
+
+
+@given(template=hostile_extension_templates(), data=st.data())
+def test_hostile_extension_template_compiles_to_inert_code(template: Any, data: Any) -> None:
+    source = compile_source(template, "hostile", source="<hostile>", format=False)
+    module = types.ModuleType("hostile")
+    exec(compile(source, "<hostile>", "exec"), module.__dict__)
+    _no_canary()
+    assert module.TEMPLATE == template
+    parser = load_parser(template)
+    output = "".join(
+        data.draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "<<a>>",
+                        "<</a>>",
+                        "<<b>>",
+                        "<<c>>",
+                        "<</c>>",
+                        '{"x": 1}',
+                        "[f(a=1)]",
+                        "k=v;",
+                        "a",
+                    ]
+                ),
+                max_size=8,
+            )
+        )
+    )
+
+    def outcome(chunks: list[str]) -> Any:
+        try:
+            streaming = parser("")
+            for chunk in chunks:
+                streaming.feed(chunk)
+            return streaming.finalize()[0]
+        except Exception as error:  # the class is the observation
+            return type(error)
+
+    assert outcome(data.draw(chunkings(output))) == outcome([output])
+    _no_canary()
