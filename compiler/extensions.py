@@ -1,7 +1,7 @@
 """Format extensions: which a template uses, and their validation into the IR.
 
-Extensions are content parsers and transform operations named `x-...` (see
-runtime/extensions.py for what each does). Unlike v1 content_args, which the reference
+Extensions are content parsers, transform operations and a field option named `x-...`
+(see runtime/extensions.py for what each does). Unlike v1 content_args, which the reference
 reads leniently, extension arguments are ours to define, so they are checked strictly
 at build time and a mistake is a TemplateError naming its key path.
 """
@@ -141,7 +141,7 @@ def _strict_value_parser(spec: Any, path: str) -> Any:
     if not isinstance(spec, dict) or set(spec) - {"name", "args"}:
         raise TemplateError(path, 'must be an object {"name": PARSER, "args": {...}}')
     name = spec.get("name", "text")
-    if name not in CONTENT_PARSERS:
+    if not isinstance(name, str) or name not in CONTENT_PARSERS:
         raise TemplateError(
             f"{path}.name", f"unknown content parser {name!r}; known: {sorted(CONTENT_PARSERS)}"
         )

@@ -223,6 +223,10 @@ def test_xml_inline_untyped_tags_use_the_value_parser() -> None:
             {"tag_pattern": "(?P<key>a)", "value_parser": {"nam": "json"}},
             r"value_parser: must be an object",
         ),
+        (
+            {"tag_pattern": "(?P<key>a)", "value_parser": {"name": ["json"]}},
+            r"value_parser\.name: unknown content parser",
+        ),
     ],
 )
 def test_xml_inline_arguments_fail_at_build_time(args: dict[str, Any], message: str) -> None:
