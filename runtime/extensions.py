@@ -178,7 +178,10 @@ def extend_list(previous: Any, value: Any, field: str) -> list[Any]:
         raise ValueError(
             f"Field {field!r}: 'x-extend' requires each region to give a list, got {type(value).__name__}"
         )
-    return value[:] if previous is None else [*previous, *value]
+    if previous is None:
+        return list(value)  # a copy: the region_close event keeps this region's own list
+    previous.extend(value)  # like repeats' append: a non-list default raises AttributeError
+    return previous
 
 
 def json_decode(value: Any) -> Any:

@@ -61,6 +61,20 @@ def required_coverage(template: dict[str, Any]) -> set[str]:
     return tags
 
 
+def final_outcome(
+    parser_cls: Any, prefix: str, chunks: list[str], tools: Any = None
+) -> tuple[str, Any]:
+    """("message", the finalized message), or ("error", the exception class) when any step
+    raised: what a caller sees after feeding `chunks`."""
+    try:
+        parser = parser_cls(prefix, tools=tools)
+        for chunk in chunks:
+            parser.feed(chunk)
+        return "message", parser.finalize()[0]
+    except Exception as error:  # the class is the observation
+        return "error", type(error)
+
+
 def fixture_chunkings(text: str, seed: str) -> list[list[str]]:
     """Every kind of chunking the differential tests use, chosen deterministically."""
     rng = random.Random(seed)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from differential import check
-from fixtures import COVERAGE, fixture_chunkings, load_fixtures, required_coverage
+from fixtures import COVERAGE, final_outcome, fixture_chunkings, load_fixtures, required_coverage
 
 from compiler.catalog import entry_names, load_entry
 from compiler.spec import uses_extensions
@@ -29,16 +29,6 @@ def test_entry_has_enough_fixtures(name: str) -> None:
     assert not missing, f"{name}: no fixture covers {sorted(missing)}"
 
 
-def run(parser_cls: Any, case: dict[str, Any], chunks: list[str]) -> tuple[str, Any]:
-    try:
-        parser = parser_cls(case["prefix"], tools=case.get("tools"))
-        for chunk in chunks:
-            parser.feed(chunk)
-        return "message", parser.finalize()[0]
-    except Exception as error:  # the class is what fixtures expect
-        return "error", type(error)
-
-
 @pytest.mark.parametrize(
     "name, case", CASES, ids=[f"{name}-{case['name']}" for name, case in CASES]
 )
@@ -47,7 +37,7 @@ def test_fixture(name: str, case: dict[str, Any]) -> None:
     template = load_entry(name).data["response_template"]
     v1 = not uses_extensions(template)  # only plain v1 templates load in the reference
     for chunks in fixture_chunkings(case["output"], f"{name}/{case['name']}"):
-        kind, result = run(parser_cls, case, chunks)
+        kind, result = final_outcome(parser_cls, case["prefix"], chunks, case.get("tools"))
         if "error" in case:  # a subclass is fine: ours name the field and offset
             expected_class = getattr(builtins, case["error"])
             assert kind == "error" and issubclass(

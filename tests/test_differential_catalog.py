@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from differential import check, waiting_after
-from fixtures import load_fixtures
+from fixtures import final_outcome, load_fixtures
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes
@@ -64,16 +64,6 @@ def test_waiting_on_holds_changes_no_event(name: str, data: Any) -> None:
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
 
 
-def _trace(parser_cls: Any, prefix: str, chunks: list[str], tools: Any) -> Any:
-    try:
-        parser = parser_cls(prefix, tools=tools)
-        for chunk in chunks:
-            parser.feed(chunk)
-        return parser.finalize()[0]
-    except Exception as error:  # the class is the observation
-        return type(error)
-
-
 def test_the_catalog_has_extension_entries() -> None:
     assert EXTENDED, "no catalog entry uses an extension, so nothing below runs"
 
@@ -96,6 +86,6 @@ def test_extension_entries_parse_the_same_under_any_chunking(name: str, data: An
         st.sampled_from(["", *sorted(entry.generation_prompt.values())]), label="prefix"
     )
     tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
-    assert _trace(parser, prefix, data.draw(chunkings(output), label="chunks"), tools) == _trace(
-        parser, prefix, [output], tools
-    )
+    assert final_outcome(
+        parser, prefix, data.draw(chunkings(output), label="chunks"), tools
+    ) == final_outcome(parser, prefix, [output], tools)

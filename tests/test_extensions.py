@@ -464,21 +464,11 @@ def test_pythonic_is_silent_about_escapes_in_model_text() -> None:
 
 # -- x-extend ----------------------------------------------------------------------------
 
+# PYTHONIC, where a turn may hold several blocks of calls (and the text between them).
 BLOCKS = {
-    "defaults": {"role": "assistant"},
-    "start_anchor": "<|assistant|>",
+    **PYTHONIC,
     "fields": {
-        "tool_calls": {
-            "open": "<|python_start|>",
-            "close": "<|python_end|>",
-            "content": "x-pythonic",
-            "transform_each": True,
-            "transform": {
-                "type": "function",
-                "function": {"name": "{name}", "arguments": "{arguments}"},
-            },
-            "x-extend": True,
-        },
+        "tool_calls": {**PYTHONIC["fields"]["tool_calls"], "x-extend": True},
         "content": {"repeats": True, "join": " "},
     },
 }

@@ -16,6 +16,7 @@ from typing import Any
 
 import regex
 from differential import check
+from fixtures import final_outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import chunkings
@@ -255,14 +256,6 @@ def test_hostile_extension_template_compiles_to_inert_code(template: Any, data: 
         )
     )
 
-    def outcome(chunks: list[str]) -> Any:
-        try:
-            streaming = parser("")
-            for chunk in chunks:
-                streaming.feed(chunk)
-            return streaming.finalize()[0]
-        except Exception as error:  # the class is the observation
-            return type(error)
-
-    assert outcome(data.draw(chunkings(output))) == outcome([output])
+    chunks = data.draw(chunkings(output))
+    assert final_outcome(parser, "", chunks) == final_outcome(parser, "", [output])
     _no_canary()
