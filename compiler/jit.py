@@ -4,19 +4,29 @@
 ast check). `load_parser` compiles just in time and caches the class by template hash;
 its source is registered with `linecache` under a stable name, so tracebacks and pdb
 show the generated lines.
+
+The cache holds the `CACHE_SIZE` most recently used classes; evicting one also drops its
+`linecache` entry. Threads that ask for the same template at once get one class: building
+happens under a lock (it takes milliseconds; a cache hit takes the lock only briefly).
 """
 
 from __future__ import annotations
 
 import linecache
 import re
+import threading
 import types
+from collections import OrderedDict
 from typing import Any
 
 from .emit import check_source, format_source, render
 from .spec import build_template, read_template, template_sha256
 
-_CACHE: dict[str, type[Any]] = {}
+# Classes compiled just in time and their linecache file names, by template hash, least
+# recently used first.
+CACHE_SIZE = 128
+_CACHE: OrderedDict[str, tuple[type[Any], str]] = OrderedDict()
+_LOCK = threading.Lock()
 _LABEL = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
@@ -47,9 +57,20 @@ def load_parser(template: Any, *, name: str = "jit") -> type[Any]:
     """The compiled Parser class for `template`, built once per template hash."""
     spec, _ = read_template(template)
     key = template_sha256(spec)
-    cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
+    with _LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            _CACHE.move_to_end(key)
+            return cached[0]
+        _CACHE[key] = built = _build(spec, key, name)
+        while len(_CACHE) > CACHE_SIZE:
+            _, (_, filename) = _CACHE.popitem(last=False)
+            linecache.cache.pop(filename, None)
+        return built[0]
+
+
+def _build(spec: Any, key: str, name: str) -> tuple[type[Any], str]:
+    """Compile and execute the module; return its Parser class and linecache file name."""
     label = name if _LABEL.fullmatch(name) else "jit"
     filename = f"<response-template {label} sha256:{key[:16]}>"
     text = compile_source(spec, label, source=filename, format=False)
@@ -58,5 +79,4 @@ def load_parser(template: Any, *, name: str = "jit") -> type[Any]:
     exec(compile(text, filename, "exec"), module.__dict__)
     linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
     parser: type[Any] = module.Parser
-    _CACHE[key] = parser
-    return parser
+    return parser, filename

@@ -74,9 +74,18 @@ def read_template(source: Any) -> tuple[Any, str | None]:
 
 
 def template_sha256(template: Any) -> str:
-    """A stable hash of the template as JSON; key order is kept because it is meaningful."""
-    encoded = json.dumps(template, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    """A stable hash of the template as JSON; key order is kept because it is meaningful.
+
+    A template that is not JSON data (NaN, infinities, keys that are not strings) raises
+    the TemplateError validation gives it, with its key path. Lone surrogates are valid
+    JSON string content ("\\ud83d"), so they are hashed as UTF-8 with surrogatepass.
+    """
+    try:
+        encoded = json.dumps(template, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError) as error:
+        _require_finite(template, "response_template")
+        raise TemplateError("", f"not JSON data: {error}") from error
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def uses_extensions(template: Any) -> list[str]:

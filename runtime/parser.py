@@ -24,7 +24,6 @@ there too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from types import MethodType
 from typing import Any, ClassVar
 
 from . import errors
@@ -35,8 +34,9 @@ from .tools import coerce_tool_calls, tool_parameters
 Event = dict[str, Any]
 
 # What a parser does when a region's body does not parse: raise (the reference's
-# behaviour), or keep the raw text and report it (see CompiledParser).
-ON_ERROR = frozenset({"raise", "keep_raw"})
+# behaviour); keep the raw text as the field's value and report it; or, the server
+# policy, route the region's raw text into the implicit field (content) and report it.
+ON_ERROR = frozenset({"raise", "keep_raw", "content"})
 
 # Held-back text this long is checked for a match that only a known text can change
 # (CompiledParser._wait); shorter holds are simply rescanned.
@@ -84,8 +84,11 @@ class CompiledParser:
                 "templates often pre-write part of the assistant message (an opening <think>, "
                 'a prefill). If the generation holds the complete message, pass prefix="".'
             )
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
         self._tool_params = tool_parameters(tools)
-        self._keep_raw = on_error == "keep_raw"
+        self._on_error = on_error
+        self._keep_raw = on_error != "raise"
         self._errors: list[dict[str, Any]] = []  # what keep_raw recovered from
         self._output: dict[str, Any] = self._new_output()
         self._state = self.START
@@ -101,6 +104,7 @@ class CompiledParser:
         self._fed = 0  # characters received so far (fast paths count them too)
         self._base = 0  # offset of _buf[0]
         self._opened_at = 0  # offset where the open region opened
+        self._open_text = ""  # the open delimiter's text (for on_error="content")
         # While a held match can only change when a given text arrives (RegexDelimiter.waits):
         # (literal, stop characters, the held text's last characters) and the text since.
         self._waiting: tuple[str, frozenset[str] | None, str] | None = None
@@ -108,6 +112,7 @@ class CompiledParser:
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._finalized = False
+        self._feed_path: Callable[[CompiledParser, str], list[Event]] = CompiledParser._scan_feed
         self.initial_events = []
         if prefix:
             tail = self._after_last_anchor(prefix)
@@ -118,13 +123,18 @@ class CompiledParser:
 
     # -- public API ------------------------------------------------------------------
 
-    def feed(self, text: str) -> list[Event]:  # replaced per instance, see _run
+    def feed(self, text: str) -> list[Event]:
         """Feed generated text; return the events it completes.
 
-        Each instance rebinds `feed` to its current state's generated fast path, so this
-        class-level definition only documents the contract.
+        The work is done by the current state's generated fast path or by the scan loop
+        (`_feed_path`, a plain function: the parser holds no reference to itself).
+        Anything but a str raises TypeError and changes nothing.
         """
-        return self._scan_feed(text)
+        if text.__class__ is str:
+            return self._feed_path(self, text)
+        if isinstance(text, str):  # a str subclass: parse its plain-str value
+            return self._feed_path(self, str(text))
+        raise TypeError(f"feed() takes a str, got {type(text).__name__}")
 
     def finalize(self) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush, close every open region, return (message, events)."""
@@ -185,7 +195,10 @@ class CompiledParser:
         raise NotImplementedError  # generated
 
     def _scan_feed(self, text: str) -> list[Event]:
-        """The general path of feed(): scan the held-back text plus this chunk."""
+        """The general path of feed(): scan the held-back text plus this chunk.
+
+        Generated fast paths call it for every chunk they cannot route on their own.
+        """
         if self._finalized:
             raise RuntimeError("parser already finalized")
         if self._waiting is not None and not self._wake(text):
@@ -290,9 +303,9 @@ class CompiledParser:
         state = self._state
         fast = state.feed
         if fast is not None and (self._opened or not state.implicit):
-            self.feed = MethodType(fast, self)  # type: ignore[method-assign]
+            self._feed_path = fast
         else:
-            self.feed = self._scan_feed  # type: ignore[method-assign]
+            self._feed_path = CompiledParser._scan_feed
 
     def _process(self, events: list[Event], eos: bool) -> None:
         """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
@@ -328,7 +341,7 @@ class CompiledParser:
                 else:
                     # A zero-width close of a region that never opened returns to the same
                     # configuration: the progress rule ends the call there, as the reference does.
-                    self._close_current(events)
+                    self._close_current(events, buf[start:end])
                 continue
 
             if eos:
@@ -336,6 +349,8 @@ class CompiledParser:
                     self._accumulate(events, buf[pos:])
                     self._pos = size
                 self._close_current(events)
+                if self._opened:  # on_error="content" moved a failed region's text here
+                    self._close_current(events)
                 return
             if hold > pos:
                 self._accumulate(events, buf[pos:hold])
@@ -360,6 +375,8 @@ class CompiledParser:
     def _open(self, events: list[Event], state: State, match: Any, start: int) -> None:
         self._state = state
         self._opened_at = self._base + start
+        if self._on_error == "content":
+            self._open_text = self._buf[start : self._pos]
         if match is None:
             self._captures = {}
         else:
@@ -371,11 +388,14 @@ class CompiledParser:
         self._opened = True
         events.append({"type": "region_open", "field": state.field})
 
-    def _close_current(self, events: list[Event]) -> None:
+    def _close_current(self, events: list[Event], closing: str = "") -> None:
+        """Close the open region (if any) and return to the start state. `closing` is the
+        text of the close delimiter that ended it ("" at end of stream)."""
         if self._opened:
             state = self._state
             if self._keep_raw:
-                self._close_keeping_raw(state, events)
+                if self._close_keeping_raw(state, events, closing):
+                    return  # on_error="content": the implicit region took the raw text
             else:
                 try:
                     state.close(self, events)  # type: ignore[misc]
@@ -402,24 +422,38 @@ class CompiledParser:
             )
         return error
 
-    def _close_keeping_raw(self, state: State, events: list[Event]) -> None:
-        """on_error="keep_raw": a body that does not parse is kept as its raw text."""
+    def _close_keeping_raw(self, state: State, events: list[Event], closing: str) -> bool:
+        """on_error="keep_raw" or "content": a body that does not parse is kept as its raw
+        text, as the field's value, or (content) as text of the implicit region, which is
+        then left open for the text that follows. True in that last case."""
         raw = self._body()
-        self._parts = [raw]
         try:
             state.close(self, events)  # type: ignore[misc]
-            return
+            return False
         except Exception as error:  # recovering from any failure is the point of this mode
-            record = {
-                "field": state.field,
-                "offset": self._opened_at,
-                "error": _describe(error),
-                "raw": raw,
-            }
-        self._errors.append(record)
-        events.append({"type": "region_error", **record})
+            described = _describe(error)
         field = state.field
         assert field is not None
+        implicit = self.START
+        if self._on_error == "content" and state is not implicit:
+            text = self._open_text + raw + closing
+            record = {"field": field, "offset": self._opened_at, "error": described, "raw": text}
+            self._errors.append(record)
+            events.append({"type": "region_error", **record, "recovered_as": implicit.field})
+            self._state = implicit
+            self._captures = {}
+            self._parts = []
+            self._blocks = []
+            self._opened = False
+            if implicit.field is None:  # no implicit field: the text is reported, not kept
+                return False
+            offset = self._opened_at
+            self._accumulate(events, text)
+            self._opened_at = offset
+            return True
+        record = {"field": field, "offset": self._opened_at, "error": described, "raw": raw}
+        self._errors.append(record)
+        events.append({"type": "region_error", **record})
         output = self._output
         try:
             if state.store == "append":
@@ -431,6 +465,7 @@ class CompiledParser:
         except (AttributeError, TypeError):  # defaults of another type: keep the text anyway
             output[field] = raw
         events.append({"type": "region_close", "field": field, "value": raw})
+        return False
 
     def _compact(self) -> None:
         """Join the region's small chunks into one block.
@@ -443,14 +478,16 @@ class CompiledParser:
         self._parts = []
 
     def _body(self) -> str:
-        """The open region's whole text, releasing the pieces it was kept in."""
-        blocks = self._blocks
-        if not blocks:
-            return "".join(self._parts)
-        blocks.append("".join(self._parts))
+        """The open region's whole text, kept as one part: a close that raises leaves the
+        region as it was, as the reference does, and a later close sees the same text."""
+        parts = self._parts
+        if not self._blocks and len(parts) == 1:
+            return parts[0]
+        self._blocks.append("".join(parts))
+        body = "".join(self._blocks)
         self._blocks = []
-        self._parts = []
-        return "".join(blocks)
+        self._parts = [body]
+        return body
 
     def _coerce(self, value: Any) -> Any:
         """Cast tool-call arguments with the tools' JSON schemas, when tools were given."""

@@ -23,9 +23,7 @@ def _root() -> Path:
 
 def names() -> list[str]:
     """Every catalog entry, sorted."""
-    return sorted(
-        path.stem for path in _root().glob("*.json") if ENTRY_NAME.fullmatch(path.stem)
-    )
+    return sorted(path.stem for path in _root().glob("*.json") if ENTRY_NAME.fullmatch(path.stem))
 
 
 def path(name: str) -> Path:
