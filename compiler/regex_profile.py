@@ -152,6 +152,31 @@ def _tail(pattern: str, items: list[Any]) -> tuple[str, str, frozenset[str] | No
     return None
 
 
+def literal_suffix(pattern: str) -> str:
+    """Text every match of `pattern` ends with ("" if none, or if that cannot be known).
+
+    Patterns with look-arounds get "": a search cut off after the suffix's last
+    occurrence gives the same matches only when nothing looks past where a match ends.
+    """
+    tree = parse(pattern)
+    if tree is None or tree.state.flags & re.IGNORECASE or _looks_around(list(tree)):
+        return ""
+    items = list(tree)
+    suffix: list[str] = []
+    while items and items[-1][0] is sre.LITERAL:
+        suffix.insert(0, chr(items.pop()[1]))
+    return "".join(suffix)
+
+
+def _looks_around(items: list[Any]) -> bool:
+    for op, av in items:
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            return True
+        if any(_looks_around(child) for child in _children(op, av)):
+            return True
+    return False
+
+
 def _literal_prefix(items: list[Any]) -> str:
     """The literal characters every match begins with (zero-width assertions skipped)."""
     prefix = []

@@ -200,7 +200,10 @@ class Parser(CompiledParser):
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content x-xml-inline, transform, repeats
         content = parse_xml_inline(
-            self._body(), TOOL_CALLS_TAG_RE, kind_parsers={"false": _tool_calls_kind0}
+            self._body(),
+            TOOL_CALLS_TAG_RE,
+            kind_parsers={"false": _tool_calls_kind0},
+            ends_with="</｜DSML｜parameter>",
         )
         value = self._coerce(
             {

@@ -196,7 +196,7 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, ends_with="</arg_value>")
         value = self._coerce(
             {
                 "type": "function",

@@ -196,7 +196,12 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, value_parser=_tool_calls_value)
+        content = parse_xml_inline(
+            self._body(),
+            TOOL_CALLS_TAG_RE,
+            value_parser=_tool_calls_value,
+            ends_with="</parameter>",
+        )
         value = self._coerce(
             {
                 "type": "function",

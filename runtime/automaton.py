@@ -177,18 +177,27 @@ class RegexDelimiter:
         # A partial search returns the same match as a plain one whenever a complete match
         # exists (tests/test_automaton.py checks this); the plain search is several times
         # cheaper, so the partial one only runs to find where a partial match starts.
-        timeout = errors.REGEX_TIMEOUT
+        pattern = self.pattern
+        timeout = errors.regex_timeout(len(buf) - pos)
         try:
-            match = self.pattern.search(buf, pos, timeout=timeout)
-            if match is not None:
-                start, end = match.span()
-                return start, end, not eos and end == len(buf), match
-            if eos:
-                return None
-            match = self.pattern.search(buf, pos, partial=True, timeout=timeout)
+            match = pattern.search(buf, pos, timeout=timeout)
         except TimeoutError:
-            kind = "open_pattern" if self.kind == OPEN else "close_pattern"
-            raise errors.RegexTimeout(f"fields[{self.field!r}].{kind}", timeout) from None
+            match = errors.search_bounded(
+                lambda wall: pattern.search(buf, pos, timeout=wall), self._where(), len(buf) - pos
+            )
+        if match is not None:
+            start, end = match.span()
+            return start, end, not eos and end == len(buf), match
+        if eos:
+            return None
+        try:
+            match = pattern.search(buf, pos, partial=True, timeout=timeout)
+        except TimeoutError:
+            match = errors.search_bounded(
+                lambda wall: pattern.search(buf, pos, partial=True, timeout=wall),
+                self._where(),
+                len(buf) - pos,
+            )
         if match is None:
             return None
         start, end = match.span()
@@ -206,9 +215,9 @@ class RegexDelimiter:
         if self.head is None:
             return None
         try:
-            match = self.head.match(buf, hold, timeout=errors.REGEX_TIMEOUT)
+            match = self.head.match(buf, hold, timeout=errors.regex_timeout(len(buf) - hold))
         except TimeoutError:
-            return None
+            return None  # not known to wait: the scan searches, under the bound
         if match is None:
             return None
         end = match.end()
@@ -218,6 +227,11 @@ class RegexDelimiter:
         if self.tail and buf.find(self.tail, hold) != -1:
             return None
         return self.tail, stops
+
+    def _where(self) -> str:
+        """The template key of this delimiter's pattern, for error messages."""
+        kind = "open_pattern" if self.kind == OPEN else "close_pattern"
+        return f"fields.{self.field}.{kind}"
 
     def _tail(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
