@@ -125,16 +125,14 @@ class FieldNames:
 
     def identifiers(self) -> list[str]:
         names = [self.state, self.feed, self.close]
-        names += [f"{self.upper}_{suffix}" for suffix in ("STOP", "STARTS", "LITERALS")]
+        names += [f"{self.upper}_{suffix}" for suffix in ("STOP", "LITERALS")]
         for kind in ("open", "close"):
             base = self.delimiter(kind)
             names += [
                 base,
                 f"{base}_RE",
                 f"{base}_RUNS",
-                f"{base}_HOLDBACK",
                 f"{base}_PREFIX",
-                f"{base}_PREFIX_HOLDBACK",
             ]
         for plan in self.content.walk():
             names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
@@ -208,19 +206,10 @@ class StateContext:
     constant: str
     feed: str | None  # fast-path method, None when every chunk must be scanned
     stop: str | None  # constant holding a compiled stop-character class, if used
-    starts: str | None  # constant holding the test for a delimiter starting in a chunk
+    # Whether the fast path asks the state if a start text occurs (State.may_start): the
+    # texts are all known, and the character test alone would send too much to the scan.
+    starts: bool
     literals_constant: str  # constant holding the alternation of the state's literals
-
-    @property
-    def starts_pattern(self) -> str:
-        """Matches where a watched delimiter occurs in a chunk, or begins at its end."""
-        texts = self.plan.start_texts or ()
-        pieces = sorted(
-            {text[:end] for text in texts for end in range(1, len(text))},
-            key=lambda p: (-len(p), p),
-        )
-        whole = "|".join(re.escape(text) for text in sorted(texts, key=lambda t: (-len(t), t)))
-        return whole + "|(?P<tail>" + "|".join(re.escape(piece) for piece in pieces) + r")\Z"
 
     @property
     def stop_pattern(self) -> str:
@@ -358,7 +347,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
                 if w.profile
             },
             uses_regex=_needs_regex(template, field_names),
-            uses_re=any(item.stop or item.starts or item.literal_watches for item in states),
+            uses_re=any(item.stop or item.literal_watches for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
             default_keys=set(template.defaults),
             runtime_imports=_runtime_imports(template, field_names, states),
@@ -403,7 +392,7 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         constant=names.state if names is not None else "SINK",
         feed=feed,
         stop=stop,
-        starts=f"{prefix}_STARTS" if feed and plan.start_texts else None,
+        starts=bool(feed and plan.start_texts),
         literals_constant=f"{prefix}_LITERALS",
     )
 

@@ -44,13 +44,6 @@ class Delimiter:
         literals = self.literals or ()
         return any(a != b and a.startswith(b) for a in literals for b in literals)
 
-    @property
-    def holdback(self) -> frozenset[str]:
-        """Buffer suffixes to hold back: the proper, non-empty prefixes of the literals."""
-        return frozenset(
-            literal[:end] for literal in self.literals or () for end in range(1, len(literal))
-        )
-
 
 @dataclass(frozen=True)
 class Deferred:

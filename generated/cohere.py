@@ -54,137 +54,21 @@ START_ANCHOR = ("<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",)
 
 # fields.content.open
 CONTENT_OPEN = "<|START_RESPONSE|>"
-CONTENT_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|S",
-        "<|ST",
-        "<|STA",
-        "<|STAR",
-        "<|START",
-        "<|START_",
-        "<|START_R",
-        "<|START_RE",
-        "<|START_RES",
-        "<|START_RESP",
-        "<|START_RESPO",
-        "<|START_RESPON",
-        "<|START_RESPONS",
-        "<|START_RESPONSE",
-        "<|START_RESPONSE|",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|END_RESPONSE|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|E",
-        "<|EN",
-        "<|END",
-        "<|END_",
-        "<|END_R",
-        "<|END_RE",
-        "<|END_RES",
-        "<|END_RESP",
-        "<|END_RESPO",
-        "<|END_RESPON",
-        "<|END_RESPONS",
-        "<|END_RESPONSE",
-        "<|END_RESPONSE|",
-    }
-)
 
 # fields.thinking.open
 THINKING_OPEN = "<|START_THINKING|>"
-THINKING_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|S",
-        "<|ST",
-        "<|STA",
-        "<|STAR",
-        "<|START",
-        "<|START_",
-        "<|START_T",
-        "<|START_TH",
-        "<|START_THI",
-        "<|START_THIN",
-        "<|START_THINK",
-        "<|START_THINKI",
-        "<|START_THINKIN",
-        "<|START_THINKING",
-        "<|START_THINKING|",
-    }
-)
 
 # fields.thinking.close
 THINKING_CLOSE = "<|END_THINKING|>"
-THINKING_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|E",
-        "<|EN",
-        "<|END",
-        "<|END_",
-        "<|END_T",
-        "<|END_TH",
-        "<|END_THI",
-        "<|END_THIN",
-        "<|END_THINK",
-        "<|END_THINKI",
-        "<|END_THINKIN",
-        "<|END_THINKING",
-        "<|END_THINKING|",
-    }
-)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<|START_ACTION|>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|S",
-        "<|ST",
-        "<|STA",
-        "<|STAR",
-        "<|START",
-        "<|START_",
-        "<|START_A",
-        "<|START_AC",
-        "<|START_ACT",
-        "<|START_ACTI",
-        "<|START_ACTIO",
-        "<|START_ACTION",
-        "<|START_ACTION|",
-    }
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|END_ACTION|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|E",
-        "<|EN",
-        "<|END",
-        "<|END_",
-        "<|END_A",
-        "<|END_AC",
-        "<|END_ACT",
-        "<|END_ACTI",
-        "<|END_ACTIO",
-        "<|END_ACTION",
-        "<|END_ACTION|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|END_RESPONSE\|>")
@@ -197,26 +81,6 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|END_ACTION\|>")
 
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile(r"<\|START_RESPONSE\|>|<\|START_THINKING\|>|<\|START_ACTION\|>")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|END_RESPONSE\|>|(?P<tail><\|END_RESPONSE\||<\|END_RESPONSE|<\|END_RESPONS|<\|END_RESPON|<\|END_RESPO|<\|END_RESP|<\|END_RES|<\|END_RE|<\|END_R|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
-)
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(
-    r"<\|END_THINKING\|>|(?P<tail><\|END_THINKING\||<\|END_THINKING|<\|END_THINKIN|<\|END_THINKI|<\|END_THINK|<\|END_THIN|<\|END_THI|<\|END_TH|<\|END_T|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|END_ACTION\|>|(?P<tail><\|END_ACTION\||<\|END_ACTION|<\|END_ACTIO|<\|END_ACTI|<\|END_ACT|<\|END_AC|<\|END_A|<\|END_|<\|END|<\|EN|<\|E|<\||<)\Z"
-)
-
-# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
-_SINK_STARTS = re.compile(
-    r"<\|START_RESPONSE\|>|<\|START_THINKING\|>|<\|START_ACTION\|>|(?P<tail><\|START_RESPONSE\||<\|START_THINKING\||<\|START_RESPONSE|<\|START_THINKING|<\|START_ACTION\||<\|START_RESPONS|<\|START_THINKIN|<\|START_ACTION|<\|START_RESPON|<\|START_THINKI|<\|START_ACTIO|<\|START_RESPO|<\|START_THINK|<\|START_ACTI|<\|START_RESP|<\|START_THIN|<\|START_ACT|<\|START_RES|<\|START_THI|<\|START_AC|<\|START_RE|<\|START_TH|<\|START_A|<\|START_R|<\|START_T|<\|START_|<\|START|<\|STAR|<\|STA|<\|ST|<\|S|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -238,7 +102,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -258,7 +122,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -278,11 +142,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -312,7 +172,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         return []
@@ -321,39 +181,24 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=0, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=0),),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -362,33 +207,13 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         literals=(
+            LiteralDelimiter(OPEN, "content", (CONTENT_OPEN,), rank=0, target=CONTENT_STATE),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=1, target=THINKING_STATE),
             LiteralDelimiter(
-                OPEN,
-                "content",
-                (CONTENT_OPEN,),
-                rank=0,
-                holdback=CONTENT_OPEN_HOLDBACK,
-                target=CONTENT_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=1,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=2,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=2, target=TOOL_CALLS_STATE
             ),
         ),
         literals_re=_SINK_LITERALS,
-        starts=_SINK_STARTS,
         plain_tails=True,
         feed=_outside_regions,
         close=None,

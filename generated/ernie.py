@@ -56,13 +56,9 @@ THINKING_OPEN_RE = regex.compile(r"(?:^|<think>\s*)", regex.DOTALL)
 
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
-THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
 # fields.content.open
 CONTENT_OPEN = "<response>\n"
-CONTENT_OPEN_HOLDBACK = frozenset(
-    {"<", "<r", "<re", "<res", "<resp", "<respo", "<respon", "<respons", "<response", "<response>"}
-)
 
 # fields.content.close_pattern
 # Prefilter: every match starts with '\n' or '<'.
@@ -70,27 +66,9 @@ CONTENT_CLOSE_RE = regex.compile(r"\n?</response>", regex.DOTALL)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<tool_call>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {"<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call"}
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "</tool_call>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "</",
-        "</t",
-        "</to",
-        "</too",
-        "</tool",
-        "</tool_",
-        "</tool_c",
-        "</tool_ca",
-        "</tool_cal",
-        "</tool_call",
-    }
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"</think>")
@@ -100,14 +78,6 @@ TOOL_CALLS_LITERALS = re.compile(r"</tool_call>")
 
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile("<response>\\\n|<tool_call>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -129,7 +99,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-1:]
@@ -171,11 +141,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-1:]
@@ -196,13 +162,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -215,13 +176,8 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -231,21 +187,9 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         literals=(
+            LiteralDelimiter(OPEN, "content", (CONTENT_OPEN,), rank=0, target=CONTENT_STATE),
             LiteralDelimiter(
-                OPEN,
-                "content",
-                (CONTENT_OPEN,),
-                rank=0,
-                holdback=CONTENT_OPEN_HOLDBACK,
-                target=CONTENT_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=2,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=2, target=TOOL_CALLS_STATE
             ),
         ),
         literals_re=_SINK_LITERALS,

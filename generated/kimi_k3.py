@@ -76,115 +76,15 @@ START_ANCHOR = ('<|open|>message role="assistant"<|sep|>',)
 
 # fields.thinking.open
 THINKING_OPEN = "<|open|>think<|sep|>"
-THINKING_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|o",
-        "<|op",
-        "<|ope",
-        "<|open",
-        "<|open|",
-        "<|open|>",
-        "<|open|>t",
-        "<|open|>th",
-        "<|open|>thi",
-        "<|open|>thin",
-        "<|open|>think",
-        "<|open|>think<",
-        "<|open|>think<|",
-        "<|open|>think<|s",
-        "<|open|>think<|se",
-        "<|open|>think<|sep",
-        "<|open|>think<|sep|",
-    }
-)
 
 # fields.thinking.close
 THINKING_CLOSE = "<|close|>think<|sep|>"
-THINKING_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|cl",
-        "<|clo",
-        "<|clos",
-        "<|close",
-        "<|close|",
-        "<|close|>",
-        "<|close|>t",
-        "<|close|>th",
-        "<|close|>thi",
-        "<|close|>thin",
-        "<|close|>think",
-        "<|close|>think<",
-        "<|close|>think<|",
-        "<|close|>think<|s",
-        "<|close|>think<|se",
-        "<|close|>think<|sep",
-        "<|close|>think<|sep|",
-    }
-)
 
 # fields.content.open
 CONTENT_OPEN = "<|open|>response<|sep|>"
-CONTENT_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|o",
-        "<|op",
-        "<|ope",
-        "<|open",
-        "<|open|",
-        "<|open|>",
-        "<|open|>r",
-        "<|open|>re",
-        "<|open|>res",
-        "<|open|>resp",
-        "<|open|>respo",
-        "<|open|>respon",
-        "<|open|>respons",
-        "<|open|>response",
-        "<|open|>response<",
-        "<|open|>response<|",
-        "<|open|>response<|s",
-        "<|open|>response<|se",
-        "<|open|>response<|sep",
-        "<|open|>response<|sep|",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|close|>response<|sep|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|cl",
-        "<|clo",
-        "<|clos",
-        "<|close",
-        "<|close|",
-        "<|close|>",
-        "<|close|>r",
-        "<|close|>re",
-        "<|close|>res",
-        "<|close|>resp",
-        "<|close|>respo",
-        "<|close|>respon",
-        "<|close|>respons",
-        "<|close|>response",
-        "<|close|>response<",
-        "<|close|>response<|",
-        "<|close|>response<|s",
-        "<|close|>response<|se",
-        "<|close|>response<|sep",
-        "<|close|>response<|sep|",
-    }
-)
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -198,54 +98,9 @@ TOOL_CALLS_OPEN_RUNS = (
     HeldRun('<\\|open\\|>call tool="(?P<name>[^"]*)"', r"[^<]*", "<|sep|>"),
 )
 TOOL_CALLS_OPEN_PREFIX = '<|open|>call tool="'
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|o",
-        "<|op",
-        "<|ope",
-        "<|open",
-        "<|open|",
-        "<|open|>",
-        "<|open|>c",
-        "<|open|>ca",
-        "<|open|>cal",
-        "<|open|>call",
-        "<|open|>call ",
-        "<|open|>call t",
-        "<|open|>call to",
-        "<|open|>call too",
-        "<|open|>call tool",
-        "<|open|>call tool=",
-    }
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|close|>call<|sep|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|cl",
-        "<|clo",
-        "<|clos",
-        "<|close",
-        "<|close|",
-        "<|close|>",
-        "<|close|>c",
-        "<|close|>ca",
-        "<|close|>cal",
-        "<|close|>call",
-        "<|close|>call<",
-        "<|close|>call<|",
-        "<|close|>call<|s",
-        "<|close|>call<|se",
-        "<|close|>call<|sep",
-        "<|close|>call<|sep|",
-    }
-)
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -269,26 +124,6 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|close\|>call<\|sep\|>")
 
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile(r"<\|open\|>response<\|sep\|>|<\|open\|>think<\|sep\|>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(
-    r"<\|close\|>think<\|sep\|>|(?P<tail><\|close\|>think<\|sep\||<\|close\|>think<\|sep|<\|close\|>think<\|se|<\|close\|>think<\|s|<\|close\|>think<\||<\|close\|>think<|<\|close\|>think|<\|close\|>thin|<\|close\|>thi|<\|close\|>th|<\|close\|>t|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|close\|>response<\|sep\|>|(?P<tail><\|close\|>response<\|sep\||<\|close\|>response<\|sep|<\|close\|>response<\|se|<\|close\|>response<\|s|<\|close\|>response<\||<\|close\|>response<|<\|close\|>response|<\|close\|>respons|<\|close\|>respon|<\|close\|>respo|<\|close\|>resp|<\|close\|>res|<\|close\|>re|<\|close\|>r|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|close\|>call<\|sep\|>|(?P<tail><\|close\|>call<\|sep\||<\|close\|>call<\|sep|<\|close\|>call<\|se|<\|close\|>call<\|s|<\|close\|>call<\||<\|close\|>call<|<\|close\|>call|<\|close\|>cal|<\|close\|>ca|<\|close\|>c|<\|close\|>|<\|close\||<\|close|<\|clos|<\|clo|<\|cl|<\|c|<\||<)\Z"
-)
-
-# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
-_SINK_STARTS = re.compile(
-    '<\\|open\\|>response<\\|sep\\|>|<\\|open\\|>think<\\|sep\\|>|<\\|open\\|>call\\ tool="|(?P<tail><\\|open\\|>response<\\|sep\\||<\\|open\\|>response<\\|sep|<\\|open\\|>response<\\|se|<\\|open\\|>response<\\|s|<\\|open\\|>think<\\|sep\\||<\\|open\\|>call\\ tool=|<\\|open\\|>response<\\||<\\|open\\|>think<\\|sep|<\\|open\\|>call\\ tool|<\\|open\\|>response<|<\\|open\\|>think<\\|se|<\\|open\\|>call\\ too|<\\|open\\|>response|<\\|open\\|>think<\\|s|<\\|open\\|>call\\ to|<\\|open\\|>respons|<\\|open\\|>think<\\||<\\|open\\|>call\\ t|<\\|open\\|>respon|<\\|open\\|>think<|<\\|open\\|>call\\ |<\\|open\\|>respo|<\\|open\\|>think|<\\|open\\|>call|<\\|open\\|>resp|<\\|open\\|>thin|<\\|open\\|>cal|<\\|open\\|>res|<\\|open\\|>thi|<\\|open\\|>ca|<\\|open\\|>re|<\\|open\\|>th|<\\|open\\|>c|<\\|open\\|>r|<\\|open\\|>t|<\\|open\\|>|<\\|open\\||<\\|open|<\\|ope|<\\|op|<\\|o|<\\||<)\\Z'
-)
 
 
 def _tool_calls_value(raw: Any) -> Any:
@@ -315,7 +150,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -335,7 +170,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -355,11 +190,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -382,7 +213,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         return []
@@ -391,39 +222,24 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=0, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=0),),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -433,22 +249,8 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "content",
-                (CONTENT_OPEN,),
-                rank=0,
-                holdback=CONTENT_OPEN_HOLDBACK,
-                target=CONTENT_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=1,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
+            LiteralDelimiter(OPEN, "content", (CONTENT_OPEN,), rank=0, target=CONTENT_STATE),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=1, target=THINKING_STATE),
         ),
         literals_re=_SINK_LITERALS,
         patterns=(
@@ -458,12 +260,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=_SINK_STARTS,
         plain_tails=True,
         feed=_outside_regions,
         close=None,

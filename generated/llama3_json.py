@@ -73,56 +73,15 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 
 # fields.tool_calls.close (longest first, as the reference tries them)
 TOOL_CALLS_CLOSE = ("<|eot_id|>", "<|eom_id|>")
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|eo",
-        "<|eom",
-        "<|eom_",
-        "<|eom_i",
-        "<|eom_id",
-        "<|eom_id|",
-        "<|eot",
-        "<|eot_",
-        "<|eot_i",
-        "<|eot_id",
-        "<|eot_id|",
-    }
-)
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|eot_id|>", "<|eom_id|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|eo",
-        "<|eom",
-        "<|eom_",
-        "<|eom_i",
-        "<|eom_id",
-        "<|eom_id|",
-        "<|eot",
-        "<|eot_",
-        "<|eot_i",
-        "<|eot_id",
-        "<|eot_id|",
-    }
-)
 
 # The literals watched in state TOOL_CALLS_STATE, searched in one pass.
 TOOL_CALLS_LITERALS = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|eom_id\|>|<\|eot_id\|>|(?P<tail><\|eom_id\||<\|eot_id\||<\|eom_id|<\|eot_id|<\|eom_i|<\|eot_i|<\|eom_|<\|eot_|<\|eom|<\|eot|<\|eo|<\|e|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -144,11 +103,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-1:]
@@ -196,13 +151,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -210,11 +160,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

@@ -75,29 +75,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|python_end|>", "<|eot|>", "<|eom|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|eo",
-        "<|eom",
-        "<|eom|",
-        "<|eot",
-        "<|eot|",
-        "<|p",
-        "<|py",
-        "<|pyt",
-        "<|pyth",
-        "<|pytho",
-        "<|python",
-        "<|python_",
-        "<|python_e",
-        "<|python_en",
-        "<|python_end",
-        "<|python_end|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|python_end\|>|<\|eom\|>|<\|eot\|>")
@@ -164,11 +141,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

@@ -59,7 +59,6 @@ START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -68,7 +67,6 @@ THINKING_CLOSE_RE = regex.compile(r"</think>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 THINKING_CLOSE_RUNS = (HeldRun(r"</think>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "</think>"
-THINKING_CLOSE_PREFIX_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -81,26 +79,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</TOOLCALL>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</TOOLCALL>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</TOOLCALL>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {"<", "</", "</T", "</TO", "</TOO", "</TOOL", "</TOOLC", "</TOOLCA", "</TOOLCAL", "</TOOLCALL"}
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|eot_id|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {"<", "<|", "<|e", "<|eo", "<|eot", "<|eot_", "<|eot_i", "<|eot_id", "<|eot_id|"}
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|eot_id\|>|<think>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</TOOLCALL>|(?P<tail></TOOLCALL|</TOOLCAL|</TOOLCA|</TOOLC|</TOOL|</TOO|</TO|</T|</|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -122,7 +106,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -142,11 +126,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -196,11 +176,9 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -214,11 +192,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -227,17 +203,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
