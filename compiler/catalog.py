@@ -21,7 +21,7 @@ CATALOG = "templates_catalog"
 GENERATED = "generated"
 ENTRY_NAME = re.compile(r"[a-z][a-z0-9_]*")
 ENTRY_KEYS = frozenset(
-    {"response_template", "generation_prompt", "models", "notes", "lint_waivers"}
+    {"response_template", "generation_prompt", "models", "model_patterns", "notes", "lint_waivers"}
 )
 
 PACKAGE_INIT = '''\
@@ -74,6 +74,7 @@ def load_entry(name: str, root: Path = ROOT) -> Entry:
     models = data.get("models")
     if not isinstance(models, list) or not all(isinstance(model, str) for model in models):
         raise TemplateError("models", "must be a list of hub ids", source=label)
+    _check_model_patterns(data.get("model_patterns", []), label)
     if not isinstance(data.get("notes", ""), str):
         raise TemplateError("notes", "must be a string", source=label)
     waivers = data.get("lint_waivers", {})
@@ -86,6 +87,21 @@ def load_entry(name: str, root: Path = ROOT) -> Entry:
     if "response_template" not in data:
         raise TemplateError("response_template", "is missing", source=label)
     return Entry(name=name, path=relative, data=data)
+
+
+def _check_model_patterns(patterns: Any, label: str) -> None:
+    """`model_patterns`: regexes that templates_catalog.for_model matches (whole id, any case)
+    against model ids the entry does not list."""
+    if not isinstance(patterns, list):
+        raise TemplateError("model_patterns", "must be a list of regexes", source=label)
+    for position, pattern in enumerate(patterns):
+        where = f"model_patterns[{position}]"
+        if not isinstance(pattern, str) or not pattern:
+            raise TemplateError(where, "must be a non-empty regex string", source=label)
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except re.error as error:
+            raise TemplateError(where, f"invalid regex: {error}", source=label) from error
 
 
 def build_module(name: str, root: Path = ROOT) -> str:

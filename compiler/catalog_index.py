@@ -2,6 +2,7 @@
 
 One row per entry: its name, models, the delimiters of each field, whether the template
 needs format extensions beyond v1, and how many fixture cases tests/fixtures/NAME.json has.
+Then every model id and id pattern, with the entry `templates_catalog.for_model` resolves it to.
 `python -m compiler catalog --write` also writes the table to templates_catalog/README.md.
 """
 
@@ -11,6 +12,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+import templates_catalog
 
 from . import catalog, spec
 
@@ -43,7 +46,37 @@ def index(root: Path = catalog.ROOT) -> str:
     ]
     for name in names:
         lines.append(_row(name, root))
+    lines += ["", *_model_section(names, root)]
     return "\n".join(lines) + "\n"
+
+
+def _model_section(names: list[str], root: Path) -> list[str]:
+    """Which entry each model id resolves to (`templates_catalog.for_model`): every listed id,
+    then the patterns that resolve ids no entry lists (such as quantized re-uploads)."""
+    entries = {name: catalog.load_entry(name, root).data for name in names}
+    lines = [
+        "## Model ids",
+        "",
+        "`templates_catalog.for_model(model_id)` gives the entry for a Hugging Face model id: an id",
+        "listed below resolves to its entry (case-insensitively); any other id resolves through the",
+        "entries' `model_patterns` (regexes matched against the whole id, case-insensitively). An id",
+        "that nothing matches, or that several entries claim, raises a `LookupError` naming the",
+        "closest ids. Each id belongs to exactly one entry (tests/test_catalog_models.py).",
+        "",
+        "| model id | entry |",
+        "|---|---|",
+    ]
+    listed = sorted(
+        (model for entry in entries.values() for model in entry.get("models", [])),
+        key=str.casefold,
+    )
+    for model in listed:
+        lines.append(f"| {_cell(model)} | {_code(templates_catalog.resolve(model, entries))} |")
+    lines += ["", "| pattern | entry |", "|---|---|"]
+    for name in names:
+        for pattern in entries[name].get("model_patterns", []):
+            lines.append(f"| *re* {_code(pattern)} | {_code(name)} |")
+    return lines
 
 
 def write(root: Path = catalog.ROOT) -> Path:
