@@ -1,8 +1,10 @@
 """The catalog at a glance: a markdown table of templates_catalog/ (`python -m compiler catalog`).
 
 One row per entry: its name, models, the delimiters of each field, whether the template
-needs format extensions beyond v1, and how many fixture cases tests/fixtures/NAME.json has.
-Then every model id and id pattern, with the entry `templates_catalog.for_model` resolves it to.
+needs format extensions beyond v1, how many fixture cases tests/fixtures/NAME.json has, and
+what becomes of a malformed call under the strict and the server policy (the entry's
+optional "malformed" key). Then every model id and id pattern, with the entry
+`templates_catalog.for_model` resolves it to.
 `python -m compiler catalog --write` also writes the table to templates_catalog/README.md.
 """
 
@@ -39,10 +41,12 @@ def index(root: Path = catalog.ROOT) -> str:
         "separated by /, and — means none (the field has no open or no close delimiter).",
         "Long delimiters are shortened with …. *format* is v1 for a template transformers",
         "loads as is, or the format extensions it uses; *fixtures* counts the cases in",
-        "tests/fixtures/NAME.json.",
+        "tests/fixtures/NAME.json; *malformed call (strict / server)* says what becomes of a",
+        'call that does not parse under the default `on_error="raise"` and under the server',
+        'policy `on_error="content"` (the entry\'s `malformed` key; — when not documented).',
         "",
-        "| entry | models | delimiters | format | fixtures |",
-        "|---|---|---|---|---|",
+        "| entry | models | delimiters | format | fixtures | malformed call (strict / server) |",
+        "|---|---|---|---|---|---|",
     ]
     for name in names:
         lines.append(_row(name, root))
@@ -98,8 +102,19 @@ def _row(name: str, root: Path) -> str:
         "<br>".join(_field_delimiters(template)) or "—",
         _cell(extensions(template)),
         str(fixture_count(name, root)),
+        _malformed(entry.data.get("malformed", {})),
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _malformed(malformed: dict[str, str]) -> str:
+    """'strict: … <br>server: …' from the entry's "malformed" key; — when it is absent."""
+    parts = [
+        f"*{key}*: {_cell(malformed[key])}"
+        for key in catalog.MALFORMED_POLICIES
+        if key in malformed
+    ]
+    return "<br>".join(parts) or "—"
 
 
 def extensions(template: Any) -> str:

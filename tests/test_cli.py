@@ -7,6 +7,7 @@ import io
 import json
 import math
 import multiprocessing
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ from fixtures import load_fixtures
 from compiler import catalog_index, spec
 from compiler.__main__ import main
 from compiler.catalog import ROOT, entry_names, load_entry
+from compiler.errors import TemplateError
 from runtime import batch
 
 MODEL = "smollm3"
@@ -348,7 +350,7 @@ def test_catalog_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert [row.split("|")[1].strip() for row in rows] == [f"`{name}`" for name in names]
     for row, name in zip(rows, names, strict=True):
         cells = row.split(" | ")
-        assert cells[-1] == f"{len(load_fixtures(name)['cases'])} |"
+        assert cells[-2] == f"{len(load_fixtures(name)['cases'])}"
         for model in load_entry(name).data["models"][: catalog_index.MAX_MODELS]:
             assert model in row
     qwen3 = rows[names.index("qwen3")]
@@ -385,6 +387,42 @@ def test_catalog_format_column(monkeypatch: pytest.MonkeyPatch) -> None:
     assert " | v1 | " in rows["jamba"]  # no thinking field
     monkeypatch.delattr(spec, "uses_extensions")  # before another developer adds it: v1
     assert all(" | v1 | " in row for row in table_rows(catalog_index.index()))
+
+
+def test_catalog_malformed_column(tmp_path: Path) -> None:
+    """The last column shows an entry's "malformed" key, strict then server; — when absent."""
+    (tmp_path / "templates_catalog").mkdir()
+    base = {key: value for key, value in load_entry("smollm3").data.items() if key != "malformed"}
+    documented = {"strict": "raises", "server": "the call's text | joins content"}
+    for name, extra in (("plain", {}), ("documented", {"malformed": documented})):
+        entry = {**base, **extra}
+        path = tmp_path / "templates_catalog" / f"{name}.json"
+        path.write_text(json.dumps(entry), encoding="utf-8")
+    rows = dict(
+        zip(["documented", "plain"], table_rows(catalog_index.index(tmp_path)), strict=True)
+    )
+    assert rows["documented"].endswith(
+        " | *strict*: raises<br>*server*: the call's text \\| joins content |"
+    )
+    assert rows["plain"].endswith(" | — |")
+
+
+@pytest.mark.parametrize(
+    ("malformed", "message"),
+    [
+        ("raises", "malformed: must be an object"),
+        ({"lenient": "x"}, "malformed: must be an object with keys among ['strict', 'server']"),
+        ({"strict": " "}, "malformed.strict: must be a non-empty string"),
+    ],
+)
+def test_catalog_entry_rejects_a_bad_malformed_key(
+    tmp_path: Path, malformed: object, message: str
+) -> None:
+    (tmp_path / "templates_catalog").mkdir()
+    entry = {**load_entry("smollm3").data, "malformed": malformed}
+    (tmp_path / "templates_catalog" / "bad.json").write_text(json.dumps(entry), encoding="utf-8")
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        load_entry("bad", tmp_path)
 
 
 def test_code_spans_survive_backticks_and_pipes() -> None:
