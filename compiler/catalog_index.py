@@ -75,12 +75,21 @@ def _model_section(names: list[str], root: Path) -> list[str]:
         key=str.casefold,
     )
     for model in listed:
-        lines.append(f"| {_cell(model)} | {_code(templates_catalog.resolve(model, entries))} |")
+        lines.append(f"| {_cell(model)} | {_resolved(model, entries)} |")
     lines += ["", "| pattern | entry |", "|---|---|"]
     for name in names:
         for pattern in entries[name].get("model_patterns", []):
             lines.append(f"| *re* {_code(pattern)} | {_code(name)} |")
     return lines
+
+
+def _resolved(model: str, entries: dict[str, Any]) -> str:
+    """The entry a model id resolves to; an inconsistent catalog shows the clash instead."""
+    try:
+        return _code(templates_catalog.resolve(model, entries))
+    except templates_catalog.ModelLookupError as error:
+        owners = ", ".join(_code(name) for _, name in error.candidates)
+        return f"**ambiguous**: {owners}"
 
 
 def write(root: Path = catalog.ROOT) -> Path:

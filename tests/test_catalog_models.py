@@ -197,3 +197,12 @@ def test_the_catalog_index_shows_the_entry_of_every_model_id() -> None:
     for name, entry in ENTRIES.items():
         for pattern in entry.get("model_patterns", []):
             assert f"| *re* {catalog_index._code(pattern)} | `{name}` |" in text
+
+
+def test_the_index_shows_a_clash_instead_of_failing(tmp_path: Any) -> None:
+    (tmp_path / "templates_catalog").mkdir()
+    base = load_entry("smollm3").data
+    for name in ("one", "two"):
+        path = tmp_path / "templates_catalog" / f"{name}.json"
+        path.write_text(json.dumps({**base, "models": ["Org/Same-Model"]}), encoding="utf-8")
+    assert "| Org/Same-Model | **ambiguous**: `one`, `two` |" in catalog_index.index(tmp_path)
