@@ -19,6 +19,7 @@ from strategies import chunkings
 
 from compiler import load_parser
 from compiler.errors import TemplateError
+from compiler.lint import lint
 from compiler.spec import build_template, uses_extensions
 from runtime.content import parse_xml_inline
 from runtime.extensions import (
@@ -662,3 +663,20 @@ def test_as_list_reads_one_object_or_an_array_alike(names: list[str], bare: bool
     message = parser.parse(f"<TOOLCALL>{body}</TOOLCALL>", prefix="")
     expected = calls[:1] if bare else calls
     assert [call["function"] for call in message["tool_calls"]] == expected
+
+
+def test_lint_sees_the_captures_an_operation_reads() -> None:
+    """A capture read only inside an x-... operation is used (lint's unused-group)."""
+    template = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"<call (?P<body>\{[^}]*\})(?P<spare>x?)>",
+                "close": "</call>",
+                "transform": {"x-as-list": {"x-json-decode": "{body}"}},
+            }
+        },
+    }
+    findings = [(f.rule, f.message) for f in lint(build_template(template))]
+    assert ("unused-group", "named group 'spare' is not used") in findings
+    assert not any("'body'" in message for _, message in findings)
