@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -95,6 +96,9 @@ THINKING_OPEN_HOLDBACK = frozenset(
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 THINKING_CLOSE_RE = regex.compile(r"<\|END_THINKING\|>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_CLOSE_RUNS = (HeldRun(r"<\|END_THINKING\|>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "<|END_THINKING|>"
 THINKING_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -144,6 +148,9 @@ TOOL_CALLS_OPEN_HOLDBACK = frozenset(
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"<\|END_ACTION\|>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<\|END_ACTION\|>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<|END_ACTION|>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -298,6 +305,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
                 prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
+                runs=THINKING_CLOSE_RUNS,
             ),
         ),
         starts=THINKING_STARTS,
@@ -316,6 +324,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
