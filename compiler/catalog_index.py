@@ -117,9 +117,10 @@ def _row(name: str, root: Path) -> str:
 
 
 def _malformed(malformed: dict[str, str]) -> str:
-    """'strict: … <br>server: …' from the entry's "malformed" key; — when it is absent."""
+    """'strict: … <br>server: …' from the entry's "malformed" key; — when it is absent.
+    The prose names delimiters such as <tool_call>, which a renderer would read as HTML."""
     parts = [
-        f"*{key}*: {_cell(malformed[key])}"
+        f"*{key}*: {_cell(_html_text(malformed[key]))}"
         for key in catalog.MALFORMED_POLICIES
         if key in malformed
     ]
@@ -191,6 +192,11 @@ def _code(text: str) -> str:
     pad = pad or (text.startswith(" ") and text.endswith(" ") and text.strip() != "")
     inner = f" {text} " if pad else text
     return _cell(f"{fence}{inner}{fence}")
+
+
+def _html_text(text: str) -> str:
+    """Text that shows as written where markdown allows inline HTML (&, <, > escaped)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _cell(text: str) -> str:

@@ -7,6 +7,7 @@
           "name": "two parallel calls",
           "covers": ["several_tool_calls"],
           "prefix": "<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n",
+          "generation_prompt": "thinking",              # optional, see below
           "output": "raw model output",
           "tools": [optional tool schemas],
           "on_error": "content",                       # optional; "raise" when absent
@@ -17,6 +18,10 @@
     }
 
 `covers` tags the situations each entry must show (see COVERAGE).
+
+`generation_prompt` names one of the entry's generation prompts: the case's prefix is then
+the conversation before it, and `load_fixtures` appends the prompt (so a case written for a
+"thinking" prompt fails when the entry has none, and follows the entry when it changes).
 
 `on_error` is the parser's policy for a region that does not parse: absent (strict, the
 default of `Parser.parse`), "content" (the server policy: the failed call's raw text joins
@@ -35,6 +40,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from compiler.catalog import load_entry
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 COVERAGE = {
@@ -51,7 +58,17 @@ def load_fixtures(name: str) -> dict[str, Any]:
     path = FIXTURES / f"{name}.json"
     if not path.exists():
         return {"samples": [], "cases": []}
-    return json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for case in data["cases"]:
+        if "generation_prompt" in case:
+            prompts = load_entry(name).generation_prompt
+            if case["generation_prompt"] not in prompts:
+                raise KeyError(
+                    f"{name}: case {case['name']!r} uses generation_prompt "
+                    f"{case['generation_prompt']!r}, which the entry does not have"
+                )
+            case["prefix"] += prompts[case["generation_prompt"]]
+    return data
 
 
 def required_coverage(template: dict[str, Any]) -> set[str]:

@@ -362,7 +362,7 @@ def test_catalog_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
         for model in load_entry(name).data["models"][: catalog_index.MAX_MODELS]:
             assert model in row
     qwen3 = rows[names.index("qwen3")]
-    assert "**thinking**: `<think>` … `</think>`" in qwen3
+    assert "**thinking**: `<think>` … *re* `</think>\\|(?=<tool…all>\\s*<function=)`" in qwen3
     assert "*re* `<\\\\|im_end\\\\|>.*`" in qwen3  # GFM-escaped pipes of the regex <\|im_end\|>
 
 
@@ -401,7 +401,7 @@ def test_catalog_malformed_column(tmp_path: Path) -> None:
     """The last column shows an entry's "malformed" key, strict then server; — when absent."""
     (tmp_path / "templates_catalog").mkdir()
     base = {key: value for key, value in load_entry("smollm3").data.items() if key != "malformed"}
-    documented = {"strict": "raises", "server": "the call's text | joins content"}
+    documented = {"strict": "raises", "server": "the call's <tool_call> | joins content"}
     for name, extra in (("plain", {}), ("documented", {"malformed": documented})):
         entry = {**base, **extra}
         path = tmp_path / "templates_catalog" / f"{name}.json"
@@ -410,7 +410,7 @@ def test_catalog_malformed_column(tmp_path: Path) -> None:
         zip(["documented", "plain"], table_rows(catalog_index.index(tmp_path)), strict=True)
     )
     assert rows["documented"].endswith(
-        " | *strict*: raises<br>*server*: the call's text \\| joins content |"
+        " | *strict*: raises<br>*server*: the call's &lt;tool_call&gt; \\| joins content |"
     )
     assert rows["plain"].endswith(" | — |")
 
