@@ -21,7 +21,7 @@ from fixtures import (
 from compiler.catalog import entry_names, load_entry
 from compiler.spec import uses_extensions
 
-MIN_CASES = 6
+MIN_CASES = 10
 CASES = [(name, case) for name in entry_names() for case in load_fixtures(name)["cases"]]
 
 

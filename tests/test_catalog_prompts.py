@@ -1,10 +1,12 @@
-"""Generation prompts: a `thinking` prompt puts the parser inside the reasoning block."""
+"""Entry metadata backed by behaviour: a `thinking` prompt puts the parser inside the reasoning
+block, and the documented malformed-call policy has server-policy fixtures."""
 
 from __future__ import annotations
 
 import importlib
 
 import pytest
+from fixtures import load_fixtures
 
 from compiler.catalog import entry_names, load_entry
 
@@ -32,3 +34,17 @@ def test_output_after_a_thinking_prompt_is_reasoning(name: str) -> None:
     assert "content" not in message and "tool_calls" not in message
     if name in REASONING_MODES and prompts["default"] != prompts["thinking"]:
         assert output not in parser.parse(output, prefix=prompts["default"]).get("thinking", "")
+
+
+@pytest.mark.parametrize("name", entry_names())
+def test_entries_document_and_test_malformed_calls(name: str) -> None:
+    """Each entry says what becomes of a call that does not parse under the strict and the
+    server policy, and an entry with tool calls shows the server policy in fixtures: a
+    truncated call at the end, and a malformed call among several."""
+    entry = load_entry(name).data
+    assert set(entry.get("malformed", {})) == {"strict", "server"}, name
+    if "tool_calls" not in entry["response_template"]["fields"]:
+        return
+    server = [case for case in load_fixtures(name)["cases"] if case.get("on_error") == "content"]
+    assert len(server) >= 2, f"{name}: {len(server)} server-policy fixture cases"
+    assert any("truncated" in case.get("covers", []) for case in server), name
