@@ -46,5 +46,4 @@ def test_entries_document_and_test_malformed_calls(name: str) -> None:
     if "tool_calls" not in entry["response_template"]["fields"]:
         return
     server = [case for case in load_fixtures(name)["cases"] if case.get("on_error") == "content"]
-    assert len(server) >= 2, f"{name}: {len(server)} server-policy fixture cases"
     assert any("truncated" in case.get("covers", []) for case in server), name
