@@ -31,6 +31,7 @@ from .ir import (
     PythonicContent,
     Template,
     TextContent,
+    UnwrapContent,
     XmlInlineContent,
 )
 from .quoting import comment, identifier, quote
@@ -45,6 +46,7 @@ OPERATION_FUNCTIONS = {
     "x-single-key": "single_key",
     "x-first": "first_of",
     "x-each": "each_of",
+    "x-as-list": "as_list",
 }
 # Exception classes a Deferred plan may raise, as written in generated code.
 DEFERRED_ERRORS = {
@@ -76,6 +78,7 @@ class PlanNames:
             KvLinesContent: "kv",
             PythonicContent: "pythonic",
             JsonStreamContent: "jsonstream",
+            UnwrapContent: "unwrap",
             Deferred: "deferred",
         }[type(self.plan)]
 
@@ -83,7 +86,7 @@ class PlanNames:
     def has_constants(self) -> bool:
         """Whether the plan needs module constants (a compiled tag pattern, string delimiters)."""
         plan = self.plan
-        return isinstance(plan, XmlInlineContent) or (
+        return isinstance(plan, (XmlInlineContent, UnwrapContent)) or (
             isinstance(plan, JsonContent) and bool(plan.string_delims)
         )
 
@@ -364,7 +367,7 @@ def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
         return True
     for names in fields:
         for plan in names.content.walk():
-            if isinstance(plan.plan, XmlInlineContent) or (
+            if isinstance(plan.plan, (XmlInlineContent, UnwrapContent)) or (
                 isinstance(plan.plan, JsonContent)
                 and plan.plan.string_delims
                 and not isinstance(plan.plan.string_delims, Deferred)
@@ -425,6 +428,8 @@ def _runtime_imports(
                 used.add("parse_pythonic")
             elif isinstance(plan.plan, JsonStreamContent):
                 used.add("parse_json_stream")
+            elif isinstance(plan.plan, UnwrapContent):
+                used.add("unwrap_text")
         if f.join is not None:
             used.add("require_str")
         if f.extend:

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import multiprocessing
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +19,22 @@ from fixtures import load_fixtures
 from compiler import catalog_index, spec
 from compiler.__main__ import main
 from compiler.catalog import ROOT, entry_names, load_entry
+from compiler.errors import TemplateError
 from runtime import batch
 
 MODEL = "smollm3"
+
+
+def strict_cases(model: str) -> list[dict[str, Any]]:
+    """The fixture cases parsed with the default policy: what the CLI and runtime.batch give
+    (cases with an `on_error` policy are checked by tests/test_catalog_fixtures.py)."""
+    return [case for case in load_fixtures(model)["cases"] if "on_error" not in case]
+
+
 FIRST_CASES = [
-    (name, next(case for case in load_fixtures(name)["cases"] if "expected" in case))
+    (name, next(case for case in strict_cases(name) if "expected" in case))
     for name in entry_names()
-    if any("expected" in case for case in load_fixtures(name)["cases"])
+    if any("expected" in case for case in strict_cases(name))
 ]
 
 
@@ -198,7 +208,7 @@ def test_parse_in_a_subprocess(tmp_path: Path) -> None:
 @pytest.fixture
 def jsonl(tmp_path: Path) -> tuple[Path, dict[int, Any]]:
     """A JSON-lines file of fixture records and bad lines; what each line should give."""
-    cases = load_fixtures(MODEL)["cases"]
+    cases = strict_cases(MODEL)
     lines: list[str] = []
     expected: dict[int, Any] = {}
 
@@ -275,7 +285,7 @@ def test_parse_jsonl_error_records_name_the_line(
     }
     assert records[8]["line"] == 9 and records[8]["error"]["type"] == expected[9][1]
     assert "could not parse region as JSON" in records[8]["error"]["message"]
-    assert records[9] == {"line": 10, "message": load_fixtures(MODEL)["cases"][6]["expected"]}
+    assert records[9] == {"line": 10, "message": strict_cases(MODEL)[6]["expected"]}
 
 
 def test_parse_jsonl_jobs_do_not_change_the_output(
@@ -348,11 +358,11 @@ def test_catalog_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert [row.split("|")[1].strip() for row in rows] == [f"`{name}`" for name in names]
     for row, name in zip(rows, names, strict=True):
         cells = row.split(" | ")
-        assert cells[-1] == f"{len(load_fixtures(name)['cases'])} |"
+        assert cells[-2] == f"{len(load_fixtures(name)['cases'])}"
         for model in load_entry(name).data["models"][: catalog_index.MAX_MODELS]:
             assert model in row
     qwen3 = rows[names.index("qwen3")]
-    assert "**thinking**: `<think>` … `</think>`" in qwen3
+    assert "**thinking**: `<think>` … *re* `</think>\\|(?=<tool…all>\\s*<function=)`" in qwen3
     assert "*re* `<\\\\|im_end\\\\|>.*`" in qwen3  # GFM-escaped pipes of the regex <\|im_end\|>
 
 
@@ -385,6 +395,42 @@ def test_catalog_format_column(monkeypatch: pytest.MonkeyPatch) -> None:
     assert " | v1 | " in rows["jamba"]  # no thinking field
     monkeypatch.delattr(spec, "uses_extensions")  # before another developer adds it: v1
     assert all(" | v1 | " in row for row in table_rows(catalog_index.index()))
+
+
+def test_catalog_malformed_column(tmp_path: Path) -> None:
+    """The last column shows an entry's "malformed" key, strict then server; — when absent."""
+    (tmp_path / "templates_catalog").mkdir()
+    base = {key: value for key, value in load_entry("smollm3").data.items() if key != "malformed"}
+    documented = {"strict": "raises", "server": "the call's <tool_call> | joins content"}
+    for name, extra in (("plain", {}), ("documented", {"malformed": documented})):
+        entry = {**base, **extra}
+        path = tmp_path / "templates_catalog" / f"{name}.json"
+        path.write_text(json.dumps(entry), encoding="utf-8")
+    rows = dict(
+        zip(["documented", "plain"], table_rows(catalog_index.index(tmp_path)), strict=True)
+    )
+    assert rows["documented"].endswith(
+        " | *strict*: raises<br>*server*: the call's &lt;tool_call&gt; \\| joins content |"
+    )
+    assert rows["plain"].endswith(" | — |")
+
+
+@pytest.mark.parametrize(
+    ("malformed", "message"),
+    [
+        ("raises", "malformed: must be an object"),
+        ({"lenient": "x"}, "malformed: must be an object with keys among ['strict', 'server']"),
+        ({"strict": " "}, "malformed.strict: must be a non-empty string"),
+    ],
+)
+def test_catalog_entry_rejects_a_bad_malformed_key(
+    tmp_path: Path, malformed: object, message: str
+) -> None:
+    (tmp_path / "templates_catalog").mkdir()
+    entry = {**load_entry("smollm3").data, "malformed": malformed}
+    (tmp_path / "templates_catalog" / "bad.json").write_text(json.dumps(entry), encoding="utf-8")
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        load_entry("bad", tmp_path)
 
 
 def test_code_spans_survive_backticks_and_pipes() -> None:
@@ -449,7 +495,7 @@ def test_parse_record_never_raises_for_a_bad_record() -> None:
 
 
 def test_parse_batch_columnar_like_map_batches() -> None:
-    cases = [case for case in load_fixtures(MODEL)["cases"]]
+    cases = strict_cases(MODEL)
     # Ray Data / pandas hand columns over as sequences (numpy arrays, Series); tuples here.
     columns = {
         "id": tuple(range(len(cases) + 2)),
@@ -504,7 +550,7 @@ def test_parse_batch_with_numpy_columns() -> None:
 
 
 def test_parse_records_with_a_process_pool() -> None:
-    records = load_fixtures(MODEL)["cases"] * 3
+    records = strict_cases(MODEL) * 3
     chunks = [records[i : i + 4] for i in range(0, len(records), 4)]
     work = functools.partial(batch.parse_records, model=MODEL, tools_field="tools")
     with multiprocessing.get_context("spawn").Pool(2) as pool:
