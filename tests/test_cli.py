@@ -1,4 +1,4 @@
-"""The parse commands of the CLI (parse, parse-jsonl, catalog) and runtime.batch under them."""
+"""The parse commands of the CLI (parse, parse-jsonl, catalog) and integrations.batch under them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import io
 import json
 import math
 import multiprocessing
+import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +17,10 @@ from typing import Any
 import pytest
 from fixtures import load_fixtures
 
+from cli.app import main
 from compiler import catalog_index, spec
-from compiler.__main__ import main
 from compiler.catalog import ROOT, entry_names, load_entry
-from runtime import batch
+from integrations import batch
 
 MODEL = "smollm3"
 FIRST_CASES = [
@@ -50,7 +52,7 @@ def raised(model: str, case: dict[str, Any]) -> str:
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "compiler", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=ROOT,
         input=stdin,
         capture_output=True,
@@ -210,7 +212,8 @@ def jsonl(tmp_path: Path) -> tuple[Path, dict[int, Any]]:
         outcome = (
             ("error", raised(MODEL, case)) if "error" in case else ("message", case["expected"])
         )
-        add(json.dumps({"id": index, **case}, ensure_ascii=False), outcome)
+        # Records with an id get it back in their result: (kind, value, id).
+        add(json.dumps({"id": f"case-{index}", **case}, ensure_ascii=False), (*outcome, index))
         if index == 1:
             add('{"output": "Hi<|im_end|>", "prefix": ', ("error", "JSONDecodeError"))
         if index == 3:
@@ -237,6 +240,8 @@ def check_results(text: str, expected: dict[int, Any]) -> None:
     assert [record["line"] for record in records] == list(range(1, len(expected) + 1))
     for record in records:
         want = expected[record["line"]]
+        if len(want) > 2:
+            assert list(record)[:2] == ["line", "id"] and record.pop("id") == f"case-{want[2]}"
         if want[0] == "message":
             assert record == {"line": record["line"], "message": want[1]}
         else:
@@ -275,7 +280,11 @@ def test_parse_jsonl_error_records_name_the_line(
     }
     assert records[8]["line"] == 9 and records[8]["error"]["type"] == expected[9][1]
     assert "could not parse region as JSON" in records[8]["error"]["message"]
-    assert records[9] == {"line": 10, "message": load_fixtures(MODEL)["cases"][6]["expected"]}
+    assert records[9] == {
+        "line": 10,
+        "id": "case-6",
+        "message": load_fixtures(MODEL)["cases"][6]["expected"],
+    }
 
 
 def test_parse_jsonl_jobs_do_not_change_the_output(
@@ -292,15 +301,59 @@ def test_parse_jsonl_jobs_do_not_change_the_output(
     check_results(outputs[1].decode("utf-8"), expected)
 
 
-def test_parse_jsonl_progress_goes_to_stderr(
+def test_parse_jsonl_progress_lines_when_stderr_is_not_a_terminal(
     jsonl: tuple[Path, dict[int, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, expected = jsonl
     out = tmp_path / "out.jsonl"
-    assert main(["parse-jsonl", "--model", MODEL, str(path), str(out), "--progress"]) == 0
-    err = capsys.readouterr().err
-    assert f"\rparse-jsonl: {len(expected)} lines" in err and "(100%)" in err
-    assert err.splitlines()[-1].endswith(f"-> {out}")
+    args = ["parse-jsonl", "--model", MODEL, str(path), str(out), "--jobs", "1"]
+    assert main([*args, "--chunk-size", "4", "--progress-interval", "0"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    # One plain line per chunk (interval 0), no carriage returns, then the summary.
+    assert len(lines) == -(-len(expected) // 4) + 1 and "\r" not in "".join(lines)
+    assert lines[0].startswith("parse-jsonl: 4 lines, ") and "%), " in lines[0]
+    assert lines[-2].startswith(f"parse-jsonl: {len(expected)} lines") and "(100%)" in lines[-2]
+    assert lines[-1].endswith(f"-> {out}")
+    assert main([*args, "--no-progress"]) == 0
+    assert capsys.readouterr().err.splitlines() == [lines[-1]]
+
+
+def test_parse_jsonl_draws_a_bar_on_a_terminal(
+    jsonl: tuple[Path, dict[int, Any]], tmp_path: Path
+) -> None:
+    pty = pytest.importorskip("pty")
+    pytest.importorskip("tqdm")
+    path, expected = jsonl
+    out = tmp_path / "out.jsonl"
+    parent, child = pty.openpty()
+    fcntl = pytest.importorskip("fcntl")
+    termios = pytest.importorskip("termios")
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", "parse-jsonl", "--model", MODEL, "--tools-field", "tools"]
+        + [str(path), str(out)],
+        cwd=ROOT,
+        stderr=child,
+        check=False,
+        timeout=300,
+    )
+    os.close(child)
+    err = b""
+    while True:
+        try:
+            data = os.read(parent, 1 << 16)
+        except OSError:  # the other end is closed
+            break
+        if not data:
+            break
+        err += data
+    os.close(parent)
+    assert result.returncode == 0
+    text = err.decode("utf-8")
+    # tqdm's bar: the description, a percentage and the bar drawn with |, redrawn with \r.
+    assert "parse-jsonl: 100%|" in text and "\r" in text
+    assert f"{len(expected)} lines" in text
+    check_results(out.read_text(encoding="utf-8"), expected)
 
 
 def test_parse_jsonl_in_a_subprocess(jsonl: tuple[Path, dict[int, Any]], tmp_path: Path) -> None:
@@ -415,10 +468,10 @@ def test_existing_commands_are_still_there(capsys: pytest.CaptureFixture[str]) -
 def test_console_script_entry() -> None:
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["scripts"]["response-templates"] == "compiler.__main__:main"
+    assert project["scripts"]["response-templates"] == "cli.app:main"
 
 
-# -- runtime.batch, as engines call it --------------------------------------------------
+# -- integrations.batch, as engines call it --------------------------------------------------
 
 
 def test_parse_record_never_raises_for_a_bad_record() -> None:
@@ -520,7 +573,7 @@ def test_parse_records_with_a_process_pool() -> None:
 def test_batch_needs_no_compiler() -> None:
     script = (
         "import sys\n"
-        "from runtime.batch import parse_batch\n"
+        "from integrations.batch import parse_batch\n"
         "out = parse_batch({'output': ['Hi<|im_end|>'], 'prefix': ['']}, model='smollm3')\n"
         "assert out['message'] == [{'role': 'assistant', 'content': 'Hi'}], out\n"
         "print(','.join(m for m in ('compiler', 'jinja2', 'black') if m in sys.modules))\n"

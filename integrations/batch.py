@@ -23,7 +23,14 @@ For engines that hand over batches:
   columns plus `message` and `error` out.
 
 `parse_json_line` and `parse_jsonl_chunk` are the JSON-lines layer the CLI runs in its
-worker processes: they add the line number to each result (`{"line": 7, "error": ...}`).
+worker processes: they add the line number to each result (`{"line": 7, "error": ...}`),
+and the record's `id` when it has one (`{"line": 7, "id": "a1", "message": ...}`).
+
+For engines that split a file among machines (integrations.ray, integrations.dask):
+`plan_blocks` cuts a JSON-lines file into byte ranges that start at line starts,
+`count_lines` counts the lines of one, and `parse_block` parses one into the very lines
+`parse-jsonl` writes for it, given the number of its first line. Nothing is read twice
+but the newline count, and a bad line is an error record, never a failed task.
 """
 
 from __future__ import annotations
@@ -32,18 +39,23 @@ import importlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 __all__ = [
+    "Block",
     "UnknownModel",
+    "count_lines",
     "dumps",
     "get_parser",
     "parse_batch",
     "parse_json_line",
     "parse_jsonl_chunk",
+    "parse_block",
     "parse_record",
     "parse_records",
+    "plan_blocks",
 ]
 
 _MODEL_NAME = re.compile(r"[a-z][a-z0-9_]*")  # catalog entry names (compiler.catalog.ENTRY_NAME)
@@ -71,7 +83,8 @@ def get_parser(model: str) -> type[Any]:
         if error.name not in (module_name, "generated"):
             raise
         raise UnknownModel(
-            f"unknown model {model!r}: no module {module_name} (run `make compile MODEL={model}`)"
+            f"unknown model {model!r}: no module {module_name} "
+            f"(a catalog entry name; `make compile MODEL={model}` builds one in a checkout)"
         ) from None
     parser = module.Parser
     _PARSERS[model] = parser
@@ -199,10 +212,14 @@ def dumps(value: Any) -> str:
     return text
 
 
-def parse_json_line(line: str | bytes, number: int, **options: Any) -> dict[str, Any]:
+def parse_json_line(
+    line: str | bytes, number: int, *, id_field: str | None = "id", **options: Any
+) -> dict[str, Any]:
     """Parse one JSON line (UTF-8 bytes or text): {"line": number, "message" | "error": ...}.
 
-    Options are those of `parse_record`. Invalid UTF-8 or JSON gives an error record.
+    Options are those of `parse_record`. Invalid UTF-8 or JSON gives an error record. A
+    record that has an `id_field` gets it back as "id", so results join to their inputs
+    by id as well as by line.
     """
     try:
         text = line.decode("utf-8") if isinstance(line, (bytes, bytearray)) else line
@@ -211,22 +228,103 @@ def parse_json_line(line: str | bytes, number: int, **options: Any) -> dict[str,
         record = json.loads(text.rstrip("\r\n"))  # JSON error positions then fit the line
     except ValueError as error:  # UnicodeDecodeError and JSONDecodeError
         return {"line": number, **_error(type(error).__name__, str(error))}
-    return {"line": number, **parse_record(record, **options)}
+    result: dict[str, Any] = {"line": number}
+    if id_field is not None and isinstance(record, Mapping) and id_field in record:
+        result["id"] = record[id_field]
+    return {**result, **parse_record(record, **options)}
 
 
 def parse_jsonl_chunk(
     lines: Sequence[tuple[int, str | bytes]], **options: Any
 ) -> tuple[list[str], int]:
-    """The CLI's worker: numbered lines in, (serialized result lines, error count) out."""
+    """The CLI's worker: numbered lines in, (serialized result lines, error count) out.
+
+    Options are those of `parse_json_line`."""
     out: list[str] = []
     errors = 0
     for number, line in lines:
         result = parse_json_line(line, number, **options)
         try:
             text = dumps(result)
-        except (TypeError, ValueError) as error:  # a message JSON cannot hold
+        except (TypeError, ValueError) as error:  # a message (or an id) JSON cannot hold
             result = {"line": number, **_error(type(error).__name__, str(error))}
             text = dumps(result)
         errors += "error" in result
         out.append(text)
     return out, errors
+
+
+# -- files split among machines -------------------------------------------------------------
+
+
+class Block(NamedTuple):
+    """Bytes [start, end) of a JSON-lines file: whole lines, the first starting at `start`."""
+
+    path: str
+    start: int
+    end: int
+
+
+def plan_blocks(path: str | os.PathLike[str], blocksize: int = 32 << 20) -> list[Block]:
+    """Cut a file into blocks of about `blocksize` bytes that start and end at line starts.
+
+    Each cut is moved forward to just after the next newline, so no line is split and
+    every line is in exactly one block. Only a few bytes are read at each cut (the file
+    must be readable where this runs, as it must where the blocks are parsed).
+    """
+    if blocksize < 1:
+        raise ValueError(f"blocksize must be at least 1, got {blocksize}")
+    name = os.fspath(path)
+    size = os.path.getsize(name)
+    cuts = [0]
+    with open(name, "rb") as file:
+        while cuts[-1] + blocksize < size:
+            file.seek(cuts[-1] + blocksize - 1)
+            while True:  # to just after the newline at or after the nominal cut
+                piece = file.read(1 << 16)
+                if not piece:
+                    cut = size
+                    break
+                newline = piece.find(b"\n")
+                if newline >= 0:
+                    cut = file.tell() - len(piece) + newline + 1
+                    break
+            if cut >= size:
+                break
+            cuts.append(cut)
+    cuts.append(size)
+    return [Block(name, start, end) for start, end in zip(cuts, cuts[1:]) if end > start] or [
+        Block(name, 0, 0)
+    ]
+
+
+def _read(block: Block) -> bytes:
+    with open(block.path, "rb") as file:
+        file.seek(block.start)
+        return file.read(block.end - block.start)
+
+
+def _split_newlines(data: bytes) -> Iterator[bytes]:
+    """Lines as iterating over a binary file gives them: split after each \\n only."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        yield data[start:end]
+        start = end
+
+
+def count_lines(block: Block) -> int:
+    """How many lines the block holds (a last line without a newline counts)."""
+    data = _read(block)
+    return data.count(b"\n") + (bool(data) and not data.endswith(b"\n"))
+
+
+def parse_block(block: Block, first_line: int, **options: Any) -> list[str]:
+    """The result lines `parse-jsonl` writes for the block's lines (no newlines), in order.
+
+    `first_line` is the 1-based number of the block's first line in its file (1 plus the
+    `count_lines` of the blocks before it). Options are those of `parse_json_line`.
+    """
+    numbered = list(enumerate(_split_newlines(_read(block)), first_line))
+    return parse_jsonl_chunk(numbered, **options)[0]
