@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "Block",
+    "ParseBatch",
     "UnknownModel",
     "count_lines",
     "dumps",
@@ -56,6 +57,7 @@ __all__ = [
     "parse_record",
     "parse_records",
     "plan_blocks",
+    "result_line",
 ]
 
 _MODEL_NAME = re.compile(r"[a-z][a-z0-9_]*")  # catalog entry names (compiler.catalog.ENTRY_NAME)
@@ -96,8 +98,15 @@ def _error(kind: str, message: str) -> dict[str, Any]:
 
 
 def _missing(value: Any) -> bool:
-    """None, or a float NaN (how pandas-style columns spell a missing value)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """None, a float NaN or pandas' NA: how columnar engines spell a missing value.
+
+    (pandas' NA is recognised by its type name, so that pandas need not be imported.)
+    """
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ == "NAType"
 
 
 def parse_record(
@@ -202,6 +211,23 @@ def parse_batch(
     return columns
 
 
+class ParseBatch:
+    """`parse_batch` with its options bound: a callable class for engines that map batches.
+
+    Ray Data's `map_batches(ParseBatch, fn_constructor_kwargs={...})` builds one per
+    worker (actor), Dask's `map_partitions(ParseBatch(...))` ships one to each task. The
+    model is looked up when it is built, so an unknown model fails at once, on the
+    driver, not in every task. Results are JSON text (`as_json=True`) unless asked.
+    """
+
+    def __init__(self, *, model: str, as_json: bool = True, **options: Any) -> None:
+        get_parser(model)
+        self.options = {"model": model, "as_json": as_json, **options}
+
+    def __call__(self, batch: Mapping[str, Iterable[Any]]) -> dict[str, list[Any]]:
+        return parse_batch(batch, **self.options)
+
+
 def dumps(value: Any) -> str:
     """JSON text, non-ASCII kept as is; escaped when it would not encode as UTF-8 (lone surrogates)."""
     text = json.dumps(value, ensure_ascii=False)
@@ -234,6 +260,18 @@ def parse_json_line(
     return {**result, **parse_record(record, **options)}
 
 
+def result_line(line: str | bytes, number: int, **options: Any) -> tuple[str, bool]:
+    """The result line `parse-jsonl` writes for one input line (no newline), and whether
+    it is an error record. Options are those of `parse_json_line`."""
+    result = parse_json_line(line, number, **options)
+    try:
+        text = dumps(result)
+    except (TypeError, ValueError) as error:  # a message (or an id) JSON cannot hold
+        result = {"line": number, **_error(type(error).__name__, str(error))}
+        text = dumps(result)
+    return text, "error" in result
+
+
 def parse_jsonl_chunk(
     lines: Sequence[tuple[int, str | bytes]], **options: Any
 ) -> tuple[list[str], int]:
@@ -243,13 +281,8 @@ def parse_jsonl_chunk(
     out: list[str] = []
     errors = 0
     for number, line in lines:
-        result = parse_json_line(line, number, **options)
-        try:
-            text = dumps(result)
-        except (TypeError, ValueError) as error:  # a message (or an id) JSON cannot hold
-            result = {"line": number, **_error(type(error).__name__, str(error))}
-            text = dumps(result)
-        errors += "error" in result
+        text, failed = result_line(line, number, **options)
+        errors += failed
         out.append(text)
     return out, errors
 
@@ -320,11 +353,12 @@ def count_lines(block: Block) -> int:
     return data.count(b"\n") + (bool(data) and not data.endswith(b"\n"))
 
 
-def parse_block(block: Block, first_line: int, **options: Any) -> list[str]:
-    """The result lines `parse-jsonl` writes for the block's lines (no newlines), in order.
+def parse_block(block: Block, first_line: int, **options: Any) -> list[tuple[str, bool]]:
+    """`result_line` for each line of the block, in order: what `parse-jsonl` writes for
+    them, and which are error records.
 
     `first_line` is the 1-based number of the block's first line in its file (1 plus the
     `count_lines` of the blocks before it). Options are those of `parse_json_line`.
     """
-    numbered = list(enumerate(_split_newlines(_read(block)), first_line))
-    return parse_jsonl_chunk(numbered, **options)[0]
+    lines = _split_newlines(_read(block))
+    return [result_line(line, number, **options) for number, line in enumerate(lines, first_line)]
