@@ -8,6 +8,7 @@ import json
 import math
 import multiprocessing
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -582,3 +583,142 @@ def test_batch_needs_no_compiler() -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+# -- installed use: safety of the output, bounded errors, what gets imported -------------
+
+
+def test_parse_jsonl_refuses_to_write_onto_its_input(
+    jsonl: tuple[Path, dict[int, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = jsonl
+    before = path.read_bytes()
+    alias = tmp_path / "alias.jsonl"
+    os.link(path, alias)  # another name for the same file
+    for output in (str(path), str(alias), str(tmp_path / "." / path.name)):
+        assert main(["parse-jsonl", "--model", MODEL, str(path), output]) == 2
+        assert "is the input file" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_parse_jsonl_replaces_the_output_only_when_done(
+    jsonl: tuple[Path, dict[int, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, expected = jsonl
+    out = tmp_path / "out.jsonl"
+    out.write_text("previous results\n", encoding="utf-8")
+    out.chmod(0o640)
+    real = batch.parse_jsonl_chunk
+    calls = []
+
+    def failing(lines: Any, **options: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the run is interrupted half-way
+        return real(lines, **options)
+
+    monkeypatch.setattr(batch, "parse_jsonl_chunk", failing)
+    args = ["parse-jsonl", "--model", MODEL, "--jobs", "1", "--chunk-size", "3", "--no-progress"]
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, str(path), str(out)])
+    assert out.read_text(encoding="utf-8") == "previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # no temp left
+    monkeypatch.setattr(batch, "parse_jsonl_chunk", real)
+    assert main([*args, "--tools-field", "tools", str(path), str(out)]) == 0
+    check_results(out.read_text(encoding="utf-8"), expected)
+    assert out.stat().st_mode & 0o777 == 0o640  # the replaced file keeps its permissions
+    assert main([*args, str(path), os.devnull]) == 0  # a device is written, not replaced
+    assert Path(os.devnull).is_char_device()
+
+
+def test_errors_on_stderr_are_one_bounded_line(tmp_path: Path) -> None:
+    huge = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "' + "Paris\n" * 200_000
+    (tmp_path / "out.txt").write_text(huge, encoding="utf-8")
+    result = run_cli("parse", "--model", MODEL, "--prefix", "", str(tmp_path / "out.txt"))
+    assert result.returncode == 1
+    err = result.stderr.decode("utf-8")
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert len(err) <= 600, len(err)
+    from cli.common import one_line
+
+    assert one_line("a\nb") == "a\\nb"
+    cut = one_line("x" * 10_000 + "END")
+    assert len(cut) <= 520 and cut.endswith("END") and "characters]" in cut
+
+
+def test_bad_tools_are_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "out.txt").write_text("Hi<|im_end|>", encoding="utf-8")
+    for tools, message in (
+        ({"a": 1}, "got dict"),
+        ("hello", "got str"),
+        ([1, 2], "tools[0]: a tool is a schema (a dict) or a function, got int"),
+        ([{"type": "function", "function": {}}], "tools[0]: a tool schema names its function"),
+    ):
+        (tmp_path / "tools.json").write_text(json.dumps(tools), encoding="utf-8")
+        args = ["parse", "--model", MODEL, "--tools", str(tmp_path / "tools.json")]
+        assert main([*args, str(tmp_path / "out.txt")]) == 2
+        assert message in capsys.readouterr().err
+        with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+            batch.get_parser(MODEL).parse("Hi<|im_end|>", prefix="", tools=tools)
+
+
+def test_parse_imports_no_compiler(tmp_path: Path) -> None:
+    (tmp_path / "out.txt").write_text("<think>x</think>Hi<|im_end|>", encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text('{"output": "Hi<|im_end|>"}\n', encoding="utf-8")
+    script = (
+        "import sys\n"
+        "from cli.app import main\n"
+        f"assert main(['parse', '--model', 'smollm3', {str(tmp_path / 'out.txt')!r}]) == 0\n"
+        f"assert main(['parse-jsonl', '--model', 'smollm3', '--jobs', '1', "
+        f"{str(tmp_path / 'in.jsonl')!r}, {str(tmp_path / 'out.jsonl')!r}]) == 0\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('compiler', 'jinja2', 'black', 'transformers'))\n"
+        "print('LOADED', loaded)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_missing_build_extra_is_named(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['jinja2'] = None  # as if jinja2 were not installed\n"
+        "from compiler import load_parser\n"
+        "try:\n"
+        "    load_parser({'start_anchor': 'A', 'fields': {'content': {}}})\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error.name, '|', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "jinja2 | compiling a template needs jinja2, which is not installed: "
+        "pip install 'response-template-compiler[build]'"
+    )
+
+
+def test_compile_from_an_installed_package_needs_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiler import catalog
+
+    monkeypatch.setattr(catalog, "in_checkout", lambda: False)
+    assert main(["compile", MODEL]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    assert main(["catalog", "--write"]) == 2
+    capsys.readouterr()
+    assert main(["compile", MODEL, "--out", str(tmp_path / "mods")]) == 0
+    written = tmp_path / "mods" / f"{MODEL}.py"
+    assert capsys.readouterr().out == f"wrote {written.as_posix()}\n"
+    assert written.read_text(encoding="utf-8") == (ROOT / "generated" / f"{MODEL}.py").read_text(
+        encoding="utf-8"
+    )
+    assert main(["compile", MODEL, "--out", str(tmp_path / "mods")]) == 0
+    assert capsys.readouterr().out == "up to date\n"
