@@ -48,6 +48,7 @@ __all__ = [
     "ParseBatch",
     "UnknownModel",
     "count_lines",
+    "default_prefix",
     "dumps",
     "get_parser",
     "parse_batch",
@@ -91,6 +92,19 @@ def get_parser(model: str) -> type[Any]:
     parser = module.Parser
     _PARSERS[model] = parser
     return parser
+
+
+def default_prefix(model: str) -> str | None:
+    """The catalog entry's generation_prompt["default"] (None when there is no such entry):
+    what `parse-jsonl` uses for records without a prefix, and so do the engines."""
+    import templates_catalog
+
+    try:
+        prompts = templates_catalog.load(model).get("generation_prompt")
+    except (KeyError, ValueError):
+        return None
+    prompt = prompts.get("default") if isinstance(prompts, dict) else None
+    return prompt if isinstance(prompt, str) else None
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:

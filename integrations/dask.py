@@ -61,9 +61,11 @@ def parse_jsonl(
     """A Bag of the result lines of every line of `paths`, in order, as `parse-jsonl` writes.
 
     Options are those of `parse-jsonl` / `integrations.batch.parse_json_line`:
-    `output_field`, `prefix_field`, `tools_field`, `id_field`, `default_prefix`.
+    `output_field`, `prefix_field`, `tools_field`, `id_field`, `default_prefix` (by default,
+    as for parse-jsonl, the catalog entry's generation_prompt["default"]).
     """
     batch.get_parser(model)  # an unknown model fails here, not in every task
+    options.setdefault("default_prefix", batch.default_prefix(model))
     count = dask.delayed(batch.count_lines, pure=True)
     parse = dask.delayed(_texts, pure=True)
     add = dask.delayed(operator.add, pure=True)

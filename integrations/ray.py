@@ -62,12 +62,14 @@ def parse_jsonl(
     """A Dataset of the results of every line of `paths`, as `parse-jsonl` gives them.
 
     Options are those of `parse-jsonl` / `integrations.batch.parse_json_line`:
-    `output_field`, `prefix_field`, `tools_field`, `id_field`, `default_prefix`. Rows come
+    `output_field`, `prefix_field`, `tools_field`, `id_field`, `default_prefix` (by default,
+    as for parse-jsonl, the catalog entry's generation_prompt["default"]). Rows come
     in file and line order when the context preserves order
     (`ray.data.DataContext.get_current().execution_options.preserve_order = True`);
     otherwise sort by ("path", "line") or join on them.
     """
     batch.get_parser(model)  # an unknown model fails here, not in every task
+    options.setdefault("default_prefix", batch.default_prefix(model))
     blocks = [block for path in _paths(paths) for block in batch.plan_blocks(path, blocksize)]
     count = ray.remote(batch.count_lines)
     counts = ray.get([count.remote(block) for block in blocks])
