@@ -36,7 +36,7 @@ def write_corpus(path: Path, records: int) -> None:
     with path.open("w", encoding="utf-8") as file:
         for index in range(records):
             if index % 200 == 199:
-                file.write('{"id": %d, "output": "truncated\n' % index)
+                file.write(f'{{"id": {index}, "output": "truncated\n')
                 continue
             case = cases[index % len(cases)]
             record = {"id": index, "output": case["output"], "prefix": case["prefix"]}

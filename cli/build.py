@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from compiler import catalog, catalog_index
 from compiler.errors import TemplateError

@@ -36,10 +36,11 @@ but the newline count, and a bad line is an error record, never a failed task.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import math
-import re
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -52,9 +53,9 @@ __all__ = [
     "dumps",
     "get_parser",
     "parse_batch",
+    "parse_block",
     "parse_json_line",
     "parse_jsonl_chunk",
-    "parse_block",
     "parse_record",
     "parse_records",
     "plan_blocks",
@@ -340,7 +341,7 @@ def plan_blocks(path: str | os.PathLike[str], blocksize: int = 32 << 20) -> list
                 break
             cuts.append(cut)
     cuts.append(size)
-    return [Block(name, start, end) for start, end in zip(cuts, cuts[1:]) if end > start] or [
+    return [Block(name, start, end) for start, end in itertools.pairwise(cuts) if end > start] or [
         Block(name, 0, 0)
     ]
 

@@ -331,8 +331,18 @@ def test_parse_jsonl_draws_a_bar_on_a_terminal(
     termios = pytest.importorskip("termios")
     fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
     result = subprocess.run(
-        [sys.executable, "-m", "cli", "parse-jsonl", "--model", MODEL, "--tools-field", "tools"]
-        + [str(path), str(out)],
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "parse-jsonl",
+            "--model",
+            MODEL,
+            "--tools-field",
+            "tools",
+            str(path),
+            str(out),
+        ],
         cwd=ROOT,
         stderr=child,
         check=False,

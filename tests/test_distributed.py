@@ -8,6 +8,7 @@ tests are skipped only when the `ray` / `dask` extra is not installed.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -69,8 +70,10 @@ def test_blocks_cut_at_line_starts(tmp_path: Path) -> None:
     for size in range(1, 20):
         blocks = batch.plan_blocks(path, size)
         assert blocks[0].start == 0 and blocks[-1].end == path.stat().st_size
-        assert all(a.end == b.start for a, b in zip(blocks, blocks[1:]))
-        assert all(path.read_bytes()[block.start - 1 : block.start] == b"\n" for block in blocks[1:])
+        assert all(a.end == b.start for a, b in itertools.pairwise(blocks))
+        assert all(
+            path.read_bytes()[block.start - 1 : block.start] == b"\n" for block in blocks[1:]
+        )
         assert sum(batch.count_lines(block) for block in blocks) == 5
     (tmp_path / "empty.jsonl").write_bytes(b"")
     [empty] = batch.plan_blocks(tmp_path / "empty.jsonl", 10)
@@ -111,7 +114,9 @@ def test_ray_parse_jsonl_equals_parse_jsonl(
         mine = [row for row in rows if row["path"] == str(path)]
         assert [row["line"] for row in mine] == list(range(1, len(expected[path]) + 1))
         assert [row["result"] for row in mine] == expected[path]
-        assert [row["ok"] for row in mine] == ["error" not in json.loads(line) for line in expected[path]]
+        assert [row["ok"] for row in mine] == [
+            "error" not in json.loads(line) for line in expected[path]
+        ]
     with pytest.raises(batch.UnknownModel):
         ray_integration.parse_jsonl(paths, model="no_such_model")
 
@@ -130,9 +135,7 @@ def test_ray_map_batches_with_parse_batch(ray_local: Any) -> None:
     rows = dataset.take_all()
     assert len(rows) == 50
     direct = batch.parse_records(records, model=MODEL, default_prefix="")
-    got = sorted(
-        (row["output"], row["message"], row["error"]) for row in rows
-    )
+    got = sorted((row["output"], row["message"], row["error"]) for row in rows)
     want = sorted(
         (
             record["output"],
@@ -180,9 +183,12 @@ def test_dask_distributed_cluster(
     from integrations import dask as dask_integration
 
     paths, expected = corpus
-    with dask_installed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, dask_installed.Client(cluster):
+    with (
+        dask_installed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        dask_installed.Client(cluster),
+    ):
         bag = dask_integration.parse_jsonl(paths[0], model=MODEL, blocksize=900, **OPTIONS)
         bag.to_textfiles(str(tmp_path / "parsed-*.jsonl"))
         written = sorted(tmp_path.glob("parsed-*.jsonl"), key=lambda p: int(p.stem.split("-")[1]))

@@ -106,7 +106,11 @@ def test_parse_with_tools(installed: Path) -> None:
 
 
 def test_parse_jsonl(installed: Path) -> None:
-    lines = ['{"id": 7, "output": "Hi<|im_end|>"}', "{", '{"output": "<think>x</think>Yo<|im_end|>"}']
+    lines = [
+        '{"id": 7, "output": "Hi<|im_end|>"}',
+        "{",
+        '{"output": "<think>x</think>Yo<|im_end|>"}',
+    ]
     source = write(installed, "in.jsonl", "\n".join(lines) + "\n")
     result = run(installed, "parse-jsonl", "--model", "smollm3", source, "out.jsonl")
     assert result.returncode == 0, result.stderr
@@ -145,7 +149,9 @@ def test_compile_writes_only_where_asked(installed: Path) -> None:
     assert built == (ROOT / "generated" / "smollm3.py").read_text(encoding="utf-8")
     everything = run(installed, "compile-all", "--out", "all")
     assert everything.returncode == 0, everything.stderr
-    assert len(list((installed / "work" / "all").glob("*.py"))) == len(templates_catalog.names()) + 1
+    assert (
+        len(list((installed / "work" / "all").glob("*.py"))) == len(templates_catalog.names()) + 1
+    )
 
 
 @pytest.mark.parametrize("line, code", shell_examples(), ids=lambda value: str(value)[:20])
