@@ -13,6 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import templates_catalog
 from compiler import catalog, catalog_index
 from compiler.errors import TemplateError
 from compiler.lint import lint_entry, unwaived
@@ -28,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if not catalog.entry_names():  # a broken install would otherwise "pass" on nothing
+        raise UsageError(
+            f"no catalog entries in {templates_catalog.path('x').parent}: "
+            "the templates_catalog package data is missing"
+        )
     if args.command == "compile":
         files = {Path(catalog.GENERATED) / f"{args.name}.py": catalog.build_module(args.name)}
         _report(_write(files, args.out))

@@ -714,6 +714,17 @@ def test_missing_build_extra_is_named(tmp_path: Path) -> None:
     )
 
 
+def test_build_commands_fail_without_catalog_data(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import templates_catalog
+
+    monkeypatch.setattr(templates_catalog, "names", lambda: [])  # as if the JSON were not shipped
+    for command in (["lint"], ["catalog"], ["check"], ["compile-all"]):
+        assert main(command) == 2
+        assert "package data is missing" in capsys.readouterr().err
+
+
 def test_compile_from_an_installed_package_needs_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

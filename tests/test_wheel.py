@@ -73,6 +73,11 @@ def test_the_packages_come_from_the_virtualenv(installed: Path) -> None:
     )
     assert result.stdout.startswith(str(installed / ".venv"))
     assert not result.stdout.startswith(str(ROOT))
+    for module in ("cli", "compiler"):  # python -m cli / python -m compiler: the same program
+        usage = subprocess.run(
+            [python, "-m", module, "--help"], cwd=installed, capture_output=True, text=True
+        )
+        assert usage.returncode == 0 and "parse-jsonl" in usage.stdout
 
 
 def test_parse(installed: Path) -> None:
