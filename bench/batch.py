@@ -110,6 +110,8 @@ def main() -> None:
         "cores": workers,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        # Other work on the machine slows every engine: the load averages when the run began.
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "engines": {},
     }
     with tempfile.TemporaryDirectory() as directory:
