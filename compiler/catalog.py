@@ -3,15 +3,24 @@
 Builds happen in memory first (`build_all` returns every output file), so writing and
 checking share one code path: `write` puts the files in place, `check` reports files that
 differ from a fresh build (stale) and files no entry produces (orphaned).
+
+Entries are read through the `templates_catalog` package and modules found through the
+`generated` package, so the same code serves a repository checkout and an installed
+wheel (package data in site-packages). Functions take `root` to work on a copy of the
+project instead (tests do). Writing is for a checkout: `in_checkout()` tells the CLI
+whether generated/ belongs to a repository or to an installed package.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import templates_catalog
 
 from .errors import TemplateError
 from .jit import compile_source
@@ -51,11 +60,27 @@ class Entry:
         return self.data["generation_prompt"]
 
 
-def entry_names(root: Path = ROOT) -> list[str]:
+def in_checkout() -> bool:
+    """Whether the packages run from a repository checkout (else from an installed wheel)."""
+    return (ROOT / "pyproject.toml").is_file() and (ROOT / CATALOG / "__init__.py").is_file()
+
+
+def generated_dir(root: Path | None = None) -> Path:
+    """The directory of the `generated` package (root/generated for a project copy)."""
+    if root is not None:
+        return root / GENERATED
+    found = importlib.util.find_spec(GENERATED)
+    locations = list(found.submodule_search_locations or []) if found else []
+    return Path(locations[0]) if locations else ROOT / GENERATED
+
+
+def entry_names(root: Path | None = None) -> list[str]:
+    if root is None:
+        return templates_catalog.names()
     return sorted(path.stem for path in (root / CATALOG).glob("*.json"))
 
 
-def load_entry(name: str, root: Path = ROOT) -> Entry:
+def load_entry(name: str, root: Path | None = None) -> Entry:
     """Read and check one catalog entry (its template is checked when compiled)."""
     relative = Path(CATALOG) / f"{name}.json"
     label = relative.as_posix()
@@ -63,8 +88,12 @@ def load_entry(name: str, root: Path = ROOT) -> Entry:
         raise TemplateError(
             "", f"catalog entry names are lowercase identifiers, got {name!r}", source=label
         )
+    file = templates_catalog.path(name) if root is None else root / relative
+    if not file.is_file():
+        known = ", ".join(entry_names(root))
+        raise TemplateError("", f"no catalog entry {name!r}; known entries: {known}", source=label)
     try:
-        data = json.loads((root / relative).read_text(encoding="utf-8"))
+        data = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as error:
         raise TemplateError("", f"cannot read catalog entry: {error}", source=label) from error
     if not isinstance(data, dict):
@@ -123,7 +152,7 @@ def _check_model_patterns(patterns: Any, label: str) -> None:
             raise TemplateError(where, f"invalid regex: {error}", source=label) from error
 
 
-def build_module(name: str, root: Path = ROOT) -> str:
+def build_module(name: str, root: Path | None = None) -> str:
     entry = load_entry(name, root)
     return compile_source(
         entry.data["response_template"],
@@ -133,7 +162,7 @@ def build_module(name: str, root: Path = ROOT) -> str:
     )
 
 
-def build_all(root: Path = ROOT) -> dict[Path, str]:
+def build_all(root: Path | None = None) -> dict[Path, str]:
     """Every file generated/ should hold, keyed by path relative to the root."""
     files = {Path(GENERATED) / "__init__.py": PACKAGE_INIT}
     for name in entry_names(root):
@@ -141,11 +170,11 @@ def build_all(root: Path = ROOT) -> dict[Path, str]:
     return files
 
 
-def write(files: dict[Path, str], root: Path = ROOT) -> list[Path]:
+def write(files: dict[Path, str], root: Path | None = None) -> list[Path]:
     """Write the files whose content changed; return them."""
     written = []
     for relative, text in files.items():
-        target = root / relative
+        target = _target(relative, root)
         if not target.exists() or target.read_text(encoding="utf-8") != text:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
@@ -153,20 +182,25 @@ def write(files: dict[Path, str], root: Path = ROOT) -> list[Path]:
     return written
 
 
-def check(root: Path = ROOT) -> list[str]:
+def _target(relative: Path, root: Path | None) -> Path:
+    """Where a file of `build_all` (generated/NAME.py) lives."""
+    return generated_dir(root) / relative.relative_to(GENERATED)
+
+
+def check(root: Path | None = None) -> list[str]:
     """Problems with generated/: stale, missing or orphaned files (empty when clean)."""
     expected = build_all(root)
     problems = []
     for relative, text in expected.items():
-        target = root / relative
+        target = _target(relative, root)
         if not target.exists():
             problems.append(f"{relative.as_posix()}: missing (run make compile-all)")
         elif target.read_text(encoding="utf-8") != text:
             problems.append(
                 f"{relative.as_posix()}: differs from a fresh build (run make compile-all)"
             )
-    for path in sorted((root / GENERATED).glob("*.py")):
-        relative = path.relative_to(root)
+    for path in sorted(generated_dir(root).glob("*.py")):
+        relative = Path(GENERATED) / path.name
         if relative not in expected:
             problems.append(f"{relative.as_posix()}: orphaned, no catalog entry produces it")
     return problems

@@ -28,7 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAMED_CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def index(root: Path = catalog.ROOT) -> str:
+def index(root: Path | None = None) -> str:
     """The catalog as a markdown document: a short legend and one table row per entry."""
     names = catalog.entry_names(root)
     lines = [
@@ -54,7 +54,7 @@ def index(root: Path = catalog.ROOT) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _model_section(names: list[str], root: Path) -> list[str]:
+def _model_section(names: list[str], root: Path | None) -> list[str]:
     """Which entry each model id resolves to (`templates_catalog.for_model`): every listed id,
     then the patterns that resolve ids no entry lists (such as quantized re-uploads)."""
     entries = {name: catalog.load_entry(name, root).data for name in names}
@@ -92,13 +92,13 @@ def _resolved(model: str, entries: dict[str, Any]) -> str:
         return f"**ambiguous**: {owners}"
 
 
-def write(root: Path = catalog.ROOT) -> Path:
+def write(root: Path | None = None) -> Path:
     """Write index() to templates_catalog/README.md; return the path (relative to root)."""
-    (root / README).write_text(index(root), encoding="utf-8")
+    ((catalog.ROOT if root is None else root) / README).write_text(index(root), encoding="utf-8")
     return README
 
 
-def _row(name: str, root: Path) -> str:
+def _row(name: str, root: Path | None) -> str:
     entry = catalog.load_entry(name, root)
     template = entry.data["response_template"]
     models = entry.data.get("models", [])
@@ -136,9 +136,10 @@ def extensions(template: Any) -> str:
     return ", ".join(names) if names else "v1"
 
 
-def fixture_count(name: str, root: Path = catalog.ROOT) -> int:
-    """The number of cases in tests/fixtures/NAME.json (0 when there is no such file)."""
-    path = root / FIXTURES / f"{name}.json"
+def fixture_count(name: str, root: Path | None = None) -> int:
+    """The number of cases in tests/fixtures/NAME.json (0 when there is no such file, as in
+    an installed wheel, which ships no tests)."""
+    path = (catalog.ROOT if root is None else root) / FIXTURES / f"{name}.json"
     if not path.exists():
         return 0
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -9,6 +9,7 @@ is formatted with black in-process and parsed with `ast` before anyone sees it.
 from __future__ import annotations
 
 import ast
+import importlib
 import keyword
 import os
 import re
@@ -249,9 +250,23 @@ class StateContext:
         )
 
 
+def _build_dependency(module: str) -> Any:
+    """Import a build dependency (jinja2, black); without it, say which extra brings it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+        raise ModuleNotFoundError(
+            f"compiling a template needs {module}, which is not installed: "
+            "pip install 'response-template-compiler[build]'",
+            name=module,
+        ) from None
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
+    jinja2 = _build_dependency("jinja2")
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("compiler", "templates"),
@@ -472,7 +487,7 @@ def _operations(node: Any) -> list[Operation]:
 
 def format_source(source: str) -> str:
     """black, in-process, with the project's settings."""
-    import black
+    black = _build_dependency("black")
 
     mode = black.Mode(line_length=LINE_LENGTH, target_versions={black.TargetVersion.PY310})
     return black.format_str(source, mode=mode)
