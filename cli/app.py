@@ -14,7 +14,7 @@ from typing import Any
 from integrations.batch import UnknownModel
 
 from . import jsonl, parse
-from .common import UsageError, report
+from .common import UsageError, entry_name, report
 
 DESCRIPTION = """\
 Compile transformers response templates and parse model output with them. Build commands:
@@ -66,6 +66,8 @@ def make_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = make_parser(prog).parse_args(argv)
     try:
+        if args.command in ("parse", "parse-jsonl"):
+            args.model = entry_name(args.model)
         if args.command == "parse":
             return parse.run(args)
         if args.command == "parse-jsonl":

@@ -88,3 +88,40 @@ def prefix(args: Any) -> str:
         known = ", ".join(sorted(prompts)) if isinstance(prompts, dict) else "none"
         raise UsageError(f"{args.model} has no generation_prompt {key!r}; it has {known}")
     return str(prompts[key])
+
+
+def add_model_options(command: Any) -> None:
+    """--model (a catalog entry or a Hugging Face model id) and --regex-timeout."""
+    command.add_argument(
+        "--model",
+        required=True,
+        metavar="NAME",
+        help="catalog entry (generated/NAME.py), or a Hugging Face model id such as "
+        "Qwen/Qwen3-8B, resolved to its entry (templates_catalog.for_model)",
+    )
+    command.add_argument(
+        "--regex-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds of CPU time one template-regex search may take, plus 1 s per million "
+        "characters searched (default: 1); the guard against templates whose patterns backtrack",
+    )
+
+
+def entry_name(model: str) -> str:
+    """The catalog entry for --model: an entry name as given, or a model id's entry."""
+    if "/" not in model:
+        return model
+    try:
+        return templates_catalog.for_model(model)
+    except LookupError as error:
+        raise UsageError(str(error)) from None
+
+
+def regex_timeout(args: Any) -> float | None:
+    """--regex-timeout, checked: a positive, finite number of seconds, or None."""
+    seconds = args.regex_timeout
+    if seconds is not None and not 0 < seconds < float("inf"):
+        raise UsageError(f"--regex-timeout must be a positive number of seconds, got {seconds}")
+    return seconds

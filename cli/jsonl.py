@@ -21,7 +21,7 @@ from typing import IO, Any, BinaryIO
 
 from integrations import batch
 
-from .common import UsageError, add_prefix_options, prefix
+from .common import UsageError, add_model_options, add_prefix_options, prefix, regex_timeout
 
 DESCRIPTION = """\
 Parse every line of a JSON-lines file, in parallel, and write one result line per input
@@ -46,9 +46,7 @@ def add_command(commands: Any) -> None:
         help="parse every line of a JSON-lines file, in parallel",
         description=DESCRIPTION,
     )
-    command.add_argument(
-        "--model", required=True, metavar="NAME", help="catalog entry (generated/NAME.py)"
-    )
+    add_model_options(command)
     command.add_argument("input", metavar="IN.jsonl", help="JSON lines to parse (- for stdin)")
     command.add_argument("output", metavar="OUT.jsonl", help="where results go (- for stdout)")
     command.add_argument(
@@ -273,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         "tools_field": args.tools_field,
         "id_field": args.id_field or None,
         "default_prefix": prefix(args),
+        "regex_timeout": regex_timeout(args),
     }
     work = functools.partial(batch.parse_jsonl_chunk, **options)
     try:

@@ -10,7 +10,16 @@ from typing import Any
 from integrations import batch
 from runtime.tools import tool_parameters
 
-from .common import UsageError, add_prefix_options, prefix, read_text, report, write_stdout
+from .common import (
+    UsageError,
+    add_model_options,
+    add_prefix_options,
+    prefix,
+    read_text,
+    regex_timeout,
+    report,
+    write_stdout,
+)
 
 DESCRIPTION = """\
 Parse one model output with the compiled parser of catalog entry NAME (generated/NAME.py)
@@ -25,9 +34,7 @@ def add_command(commands: Any) -> None:
     command = commands.add_parser(
         "parse", help="parse one output; print the message as JSON", description=DESCRIPTION
     )
-    command.add_argument(
-        "--model", required=True, metavar="NAME", help="catalog entry (generated/NAME.py)"
-    )
+    add_model_options(command)
     add_prefix_options(command, what="the output")
     command.add_argument(
         "--tools",
@@ -48,6 +55,7 @@ def add_command(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     parser_cls = batch.get_parser(args.model)
     text_prefix = prefix(args)
+    seconds = regex_timeout(args)
     tools = None
     if args.tools is not None:
         try:
@@ -61,10 +69,10 @@ def run(args: argparse.Namespace) -> int:
     text = read_text(args.file)
     try:
         if not args.events:
-            message = parser_cls.parse(text, prefix=text_prefix, tools=tools)
+            message = parser_cls.parse(text, prefix=text_prefix, tools=tools, regex_timeout=seconds)
             write_stdout(batch.dumps(message) + "\n")
             return 0
-        parser = parser_cls(text_prefix, tools=tools)
+        parser = parser_cls(text_prefix, tools=tools, regex_timeout=seconds)
         _write_events(parser.initial_events)
         _write_events(parser.feed(text))
         message, final_events = parser.finalize()

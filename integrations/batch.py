@@ -132,6 +132,7 @@ def parse_record(
     prefix_field: str = "prefix",
     tools_field: str | None = None,
     default_prefix: str | None = None,
+    regex_timeout: float | None = None,
 ) -> dict[str, Any]:
     """Parse one record; return {"message": ...} or {"error": {"type", "message"}}.
 
@@ -139,7 +140,9 @@ def parse_record(
     continued. A record without a prefix (field absent or null) uses `default_prefix`;
     when that is None too, the record is an error, since parsers require a prefix. With
     `tools_field`, `record[tools_field]` (a list of tool schemas, or null) casts tool-call
-    arguments. Never raises for a bad record; raises UnknownModel for an unknown model.
+    arguments. `regex_timeout` is the parser's bound on each template-regex search, in
+    seconds of CPU time (None: runtime.errors.REGEX_TIMEOUT). Never raises for a bad record;
+    raises UnknownModel for an unknown model.
     """
     parser = get_parser(model)
     if not isinstance(record, Mapping):
@@ -173,7 +176,8 @@ def parse_record(
                 f"field {tools_field!r} must be a list of tool schemas, got {type(tools).__name__}",
             )
     try:
-        return {"message": parser.parse(output, prefix=prefix, tools=tools)}
+        message = parser.parse(output, prefix=prefix, tools=tools, regex_timeout=regex_timeout)
+        return {"message": message}
     except Exception as error:  # a parser error is a property of this record
         return _error(type(error).__name__, str(error))
 

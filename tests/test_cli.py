@@ -788,3 +788,32 @@ def test_compile_from_an_installed_package_needs_out(
     )
     assert main(["compile", MODEL, "--out", str(tmp_path / "mods")]) == 0
     assert capsys.readouterr().out == "up to date\n"
+
+
+def test_model_may_be_a_hugging_face_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.txt"
+    out.write_text('Hi <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>')
+    assert main(["parse", "--model", "Qwen/Qwen3-8B", str(out)]) == 0
+    message = json.loads(capsys.readouterr().out)
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+    assert main(["parse", "--model", "Nobody/NoSuchModel-7B", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "NoSuchModel" in error
+
+
+def test_regex_timeout_reaches_the_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compiler import load_parser
+
+    runaway = load_parser(
+        {"start_anchor": "A:", "fields": {"x": {"open_pattern": r"(?:a|aa)+(?:b|c)\Z"}}}
+    )
+    monkeypatch.setattr(batch, "get_parser", lambda model: runaway)
+    out = tmp_path / "out.txt"
+    out.write_text("a" * 60 + "d")
+    args = ["parse", "--model", MODEL, "--prefix", "", "--regex-timeout", "0.05", str(out)]
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert "RegexTimeout" in error and "fields.x.open_pattern" in error
+    assert main([*args[:5], "--regex-timeout", "-1", str(out)]) == 2
