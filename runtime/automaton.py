@@ -1,6 +1,6 @@
 """The per-state delimiter automaton that generated modules declare as constants.
 
-A parser state watches a fixed set of delimiters (DESIGN.md, "What is watched in each
+A parser state watches a fixed set of delimiters (docs/design.md, "What is watched in each
 state"). One scan step asks, of each: where is its next match, and could more input
 still change it ("pending")? The reference answers with `regex`'s partial search: a
 complete match if there is one anywhere (the leftmost; the longest literal of a list at

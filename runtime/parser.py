@@ -3,7 +3,7 @@
 A generated module supplies the per-model parts as class attributes and methods: its
 states (`START`, each with its delimiter automaton and fast path), one `_close_<field>`
 method per field, the start anchor, the defaults and the required fields. This class
-supplies what is the same for every model: the scan loop of DESIGN.md ("One scan step"),
+supplies what is the same for every model: the scan loop of docs/design.md ("One scan step"),
 event routing, finalisation, and the public API.
 
 Event-for-event compatibility with transformers 5.23.0 is the contract; the tests check
@@ -326,7 +326,7 @@ class CompiledParser:
             self._feed_path = CompiledParser._scan_feed
 
     def _process(self, events: list[Event], eos: bool) -> None:
-        """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
+        """Run scan steps until nothing more can be committed (docs/design.md, "One scan step")."""
         buf = self._buf
         size = len(buf)
         memo: dict[Any, Any] = {}
