@@ -32,8 +32,9 @@ CHUNK = 4
 SMALL, LARGE = 80_000, 1_300_000
 # Streams that run in literal-delimited states, held to 2x the floor (others to 3x). Our
 # smollm3 entry closes tool calls and content on regexes that absorb surrounding
-# whitespace; "ref:smollm3", the reference template compiled as is, is literal-only.
-LITERAL = {"ref:smollm3", "cohere"}
+# whitespace; "ref:smollm3", the reference template compiled as is, is literal-only, as is
+# "ref:cohere" (the catalog's cohere strips citations with an extension the reference lacks).
+LITERAL = {"ref:smollm3", "ref:cohere"}
 LITERAL_LONG_STREAMS = {"smollm3", "gpt_oss"}  # their long reasoning runs in a literal state
 
 
@@ -53,7 +54,7 @@ def compiled(model: str) -> tuple[Any, dict[str, Any]]:
     if model.startswith("ref:"):
         from compiler import load_parser
 
-        path = ROOT.parent / "shared" / "reference_templates" / f"{model[4:]}.json"
+        path = ROOT / "bench" / "reference_templates" / f"{model[4:]}.json"
         template = json.loads(path.read_text())
         return load_parser(template, name=model[4:]), template
     module = importlib.import_module(f"generated.{model}")
@@ -241,7 +242,7 @@ def main() -> int:
 
     rows = []
     sizes = [SMALL] if args.quick else [SMALL, LARGE]
-    for model in ("smollm3", "ref:smollm3", "qwen3", "gpt_oss", "cohere"):
+    for model in ("smollm3", "ref:smollm3", "qwen3", "gpt_oss", "ref:cohere"):
         for size in sizes:
             text = workloads.long_reasoning_then_tool_call(model.removeprefix("ref:"), size)
             label = f"long reasoning + tool call {size // 1000}K"

@@ -6,10 +6,10 @@ Two facts let the generated parser avoid work without changing any result:
   (`^`, `\\b`, look-behind). The parser keeps that much already-routed text as left
   context and drops the rest, so a feed costs O(chunk). None means "cannot bound it":
   nothing is ever dropped.
-- `first_chars`: every non-empty match starts with one of these characters. A chunk that
-  contains none of them cannot start a match, so the parser can route it without
-  searching. None means the pattern can start anywhere (or match empty) and must always
-  be searched.
+- `first_chars`: every match starts with one of these characters, or (a zero-width
+  look-ahead match) sits right before one. A chunk that contains none of them cannot
+  start a match, so the parser can route it without searching. None means the pattern
+  can start anywhere (or match empty anywhere) and must always be searched.
 
 Patterns are parsed with the standard library's regex parser. It reads a large common
 subset of the `regex` module's syntax the same way; anything outside that subset (regex-
@@ -431,6 +431,12 @@ def _first_of(op: Any, av: Any) -> tuple[set[str] | None, bool]:
         return {chr(av)}, False
     if op is sre.IN:
         return _class_chars(av), False
+    if op is sre.ASSERT and av[0] == 1:
+        # A look-ahead: whatever matches here, empty or not, sits right before a character
+        # that can start the look-ahead's pattern (a match of `</think>|(?=<tool_call>)`
+        # only occurs before a '<'), so those characters stand for it.
+        head, nullable = first(list(av[1]))
+        return (head, False) if head and not nullable else (None, True)
     if op in (sre.AT, sre.ASSERT, sre.ASSERT_NOT):
         return set(), True  # zero-width: the match goes on at the same position
     if op is sre.SUBPATTERN:

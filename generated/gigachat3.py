@@ -59,7 +59,7 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|message_sep\|>", r"\s*", "function call<|ro
 TOOL_CALLS_OPEN_PREFIX = "<|message_sep|>"
 
 # fields.tool_calls.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<'.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=<\|message_sep\|>)", regex.DOTALL)
 
 # fields.content.close
@@ -85,6 +85,17 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.tool_calls
+
+    def _feed_tool_calls(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content json, transform, repeats
@@ -118,7 +129,7 @@ class Parser(CompiledParser):
     TOOL_CALLS_STATE = State(
         "tool_calls",
         patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
         store="append",

@@ -73,7 +73,7 @@ START_ANCHOR = ("<|assistant|>",)
 THINKING_OPEN_RE = regex.compile(r"\s*<think>", regex.DOTALL)
 
 # fields.thinking.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<'.
 THINKING_CLOSE_RE = regex.compile(
     r"</think>\s*|(?=<tool_call>)|<\|user\|>|<\|observation\|>|<\|endoftext\|>", regex.DOTALL
 )
@@ -83,9 +83,6 @@ THINKING_CLOSE_RE = regex.compile(
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*(?=(?:(?!<tool_call>).)*?</tool_call>)", regex.DOTALL
 )
-# Held matches that only a known text can change: the pattern up to a repeat, a run of
-# that repeat, and the literal awaited after it.
-TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\s*<tool_call>\s*(?P<name>[^\s<]+)", r"\s*"),)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -123,6 +120,17 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking
+
+    def _feed_thinking(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
@@ -172,7 +180,7 @@ class Parser(CompiledParser):
     THINKING_STATE = State(
         "thinking",
         patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
@@ -199,14 +207,7 @@ class Parser(CompiledParser):
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
-            RegexDelimiter(
-                OPEN,
-                "tool_calls",
-                TOOL_CALLS_OPEN_RE,
-                rank=1,
-                runs=TOOL_CALLS_OPEN_RUNS,
-                target=TOOL_CALLS_STATE,
-            ),
+            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
         ),
         feed=None,
         close=_close_content,

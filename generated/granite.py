@@ -66,7 +66,7 @@ THINKING_OPEN_RE = regex.compile(r"Here(?:'s| is) my thought process:", regex.DO
 THINKING_OPEN_PREFIX = "Here"
 
 # fields.thinking.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<' or 'H'.
 THINKING_CLOSE_RE = regex.compile(
     r"Here(?:'s| is) my response:\s*|<\|end_of_text\|>|(?=<\|tool_call\|>|<tool_call>)",
     regex.DOTALL,
@@ -104,6 +104,17 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking
+
+    def _feed_thinking(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text or "H" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
@@ -175,7 +186,7 @@ class Parser(CompiledParser):
     THINKING_STATE = State(
         "thinking",
         patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(

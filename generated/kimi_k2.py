@@ -20,6 +20,7 @@ import regex
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     HeldRun,
@@ -68,7 +69,7 @@ START_ANCHOR = ("<|im_assistant|>assistant<|im_middle|>",)
 THINKING_OPEN = "<think>"
 
 # fields.thinking.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<'.
 THINKING_CLOSE_RE = regex.compile(r"</think>|(?=<\|tool_calls_section_begin\|>)", regex.DOTALL)
 
 # fields.tool_calls.open_pattern
@@ -123,6 +124,17 @@ class Parser(CompiledParser):
 
     # fields.thinking
 
+    def _feed_thinking(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
+
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
         content = self._body().strip()
@@ -160,7 +172,7 @@ class Parser(CompiledParser):
     THINKING_STATE = State(
         "thinking",
         patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(

@@ -20,6 +20,7 @@ import regex
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     LiteralDelimiter,
@@ -62,7 +63,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|header_start|>assistant<|header_end|>\n\n",)
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<' or '['.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|python_start\|>\s*|(?=\[[A-Za-z_][\w.]*\((?:\)|[A-Za-z_]\w*=))", regex.DOTALL
 )
@@ -120,6 +121,18 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text or "[" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        self._context += text
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     def _close_content(self, events: list[Event]) -> None:
         # fields.content: content text, repeats joined
         content = self._body().strip()
@@ -146,7 +159,7 @@ class Parser(CompiledParser):
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
         ),
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

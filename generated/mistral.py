@@ -79,7 +79,7 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\[TOOL_CALLS\]", r"[^\[\]{}\s]*"),)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"
 
 # fields.tool_calls.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<' or '['.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
 
 # fields.content.close
@@ -125,6 +125,17 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "thinking", "value": value})
 
     # fields.tool_calls
+
+    def _feed_tool_calls(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text or "[" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content json, transform, repeats
@@ -175,7 +186,7 @@ class Parser(CompiledParser):
     TOOL_CALLS_STATE = State(
         "tool_calls",
         patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
         store="append",

@@ -71,7 +71,7 @@ START_ANCHOR = ("<|im_start|>assistant\n",)
 THINKING_OPEN_RE = regex.compile(r"\s*<think>", regex.DOTALL)
 
 # fields.thinking.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: every match starts with '<'.
 THINKING_CLOSE_RE = regex.compile(r"</think>\s*|(?=<tool_call>)|<\|im_end\|>", regex.DOTALL)
 
 # fields.tool_calls.open_pattern
@@ -116,6 +116,17 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     # fields.thinking
+
+    def _feed_thinking(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text or "<" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking: content text
@@ -165,7 +176,7 @@ class Parser(CompiledParser):
     THINKING_STATE = State(
         "thinking",
         patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
-        feed=None,
+        feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(

@@ -1,4 +1,5 @@
-"""Every example of the spec (../shared/seed/response_parsing.txt), through compiled parsers.
+"""Every example of the response-template spec (transformers' response-parsing docs), through
+compiled parsers.
 
 Each asserts the result the spec documents and, as everywhere, the reference's trace.
 """
