@@ -1,0 +1,284 @@
+"""Engine-neutral streaming for serving-engine plugins (vLLM, SGLang).
+
+Serving engines split output parsing in two: a reasoning parser that separates the thinking
+from the rest, then a tool parser that separates content from tool calls in that rest. The
+compiled parsers parse a whole message in one pass, so each half is one compiled parser run
+with the server policy (`on_error="content"`: a call that does not parse reaches the client
+as content, as the engines' own parsers do):
+
+- `ResponseStream` (the tool half): text in, `Delta`s out, built from the Chat Completions
+  deltas of `runtime.openai.CompletionStream` (content, reasoning under either key name,
+  tool calls with stable index and id, arguments whole or as fragments, whichever that
+  module sends);
+- `ReasoningStream` (the reasoning half): the thinking as reasoning deltas until the thinking
+  region ends, then the raw text after it, for the tool half.
+
+`parser_for` resolves a catalog entry name, a template dict or a template path to a Parser
+class. Nothing here imports an engine; `integrations.vllm` and `integrations.sglang` adapt
+these to each engine's classes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from runtime.openai import ChunkAdapter, CompletionStream, template_of
+
+THINKING = "thinking"
+REASONING_KEYS = ("reasoning", "reasoning_content")
+# The server policy: a region that fails to parse is routed into content, nothing raises.
+ON_ERROR = "content"
+
+
+def catalog_names() -> list[str]:
+    """The catalog entries that have a generated module, sorted."""
+    import templates_catalog
+
+    return sorted(templates_catalog.names())
+
+
+def parser_for(source: Any) -> type[Any]:
+    """The Parser class for a catalog entry name, a template dict, or a template file path.
+
+    A name resolves to `generated.NAME.Parser`; a dict (a template, a catalog entry or a
+    tokenizer_config.json with a `response_template`) or a path to the catalog module with
+    the same template hash, else a class compiled just in time.
+    """
+    if isinstance(source, str) and not source.endswith(".json") and "/" not in source:
+        import importlib
+
+        module = importlib.import_module(f"generated.{source}")
+        parser: type[Any] = module.Parser
+        return parser
+    from integrations.transformers import parser_class
+
+    template = source
+    if isinstance(source, (str, Path)):
+        template = json.loads(Path(source).read_text(encoding="utf-8"))
+    if isinstance(template, dict) and isinstance(template.get("response_template"), dict):
+        template = template["response_template"]
+    return parser_class(template)
+
+
+def random_call_id(index: int) -> str:
+    """An OpenAI-style tool-call id (`chatcmpl-tool-` and 32 hex digits, as vLLM makes them)."""
+    return f"chatcmpl-tool-{secrets.token_hex(16)}"
+
+
+@dataclass
+class CallDelta:
+    """One tool call's part of a delta: the first carries id and name, later ones fragments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass
+class Delta:
+    """What one step of a stream adds: reasoning text, content text, tool-call parts."""
+
+    reasoning: str = ""
+    content: str = ""
+    calls: list[CallDelta] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.reasoning or self.content or self.calls)
+
+    def add_chunks(self, chunks: Iterable[dict[str, Any]]) -> Delta:
+        """Merge `chat.completion.chunk` deltas into this one (a call's parts into one)."""
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"]
+            self.content += delta.get("content") or ""
+            for key in REASONING_KEYS:
+                self.reasoning += delta.get(key) or ""
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                part = next((c for c in self.calls if c.index == call["index"]), None)
+                if part is None:
+                    part = CallDelta(call["index"])
+                    self.calls.append(part)
+                part.id = part.id or call.get("id")
+                part.name = part.name or function.get("name")
+                part.arguments += function.get("arguments") or ""
+        return self
+
+
+def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
+    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`."""
+    if not tools:
+        return None
+    result = []
+    for tool in tools:
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump(exclude_none=True)
+        if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+            result.append(tool)
+    return result or None
+
+
+class ResponseStream:
+    """The tool half: one response's text in, `Delta`s out.
+
+    `prefix` is the text the model continued ("" when the engine does not say); the
+    template's thinking field, if the text has one, comes out as reasoning. `call_id` gives
+    each call its id once, so a call's id is stable across its deltas and the final message.
+    """
+
+    def __init__(
+        self,
+        parser: type[Any],
+        prefix: str = "",
+        *,
+        tools: Iterable[Any] | None = None,
+        call_id: Callable[[int], str] = random_call_id,
+    ) -> None:
+        ids: dict[int, str] = {}
+
+        def stable_id(index: int) -> str:
+            if index not in ids:
+                ids[index] = call_id(index)
+            return ids[index]
+
+        instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
+        self.stream = CompletionStream(instance, call_id=stable_id)
+        self.pending = Delta().add_chunks(self.stream.initial)
+        self.finished = False
+
+    def feed(self, text: str) -> Delta:
+        delta, self.pending = self.pending, Delta()
+        return delta.add_chunks(self.stream.feed(text))
+
+    def finish(self) -> Delta:
+        """Finalize once: text held back for a delimiter, and calls cut off at the end."""
+        delta, self.pending = self.pending, Delta()
+        if self.finished:
+            return delta
+        self.finished = True
+        return delta.add_chunks(self.stream.finish())
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The parsed message, after `finish`."""
+        return self.stream.message
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The parse failures recovered from (empty with a runtime.openai that keeps none)."""
+        return list(getattr(self.stream, "errors", ()))
+
+
+def _alternatives(spec: dict[str, Any], kind: str) -> regex.Pattern[str] | None:
+    """The regex of a field's `open` or `close` delimiter (literal(s) or pattern)."""
+    pattern = spec.get(f"{kind}_pattern")
+    if isinstance(pattern, str):
+        return regex.compile(pattern, regex.DOTALL)
+    literal = spec.get(kind)
+    literals = [literal] if isinstance(literal, str) else list(literal or ())
+    if not literals:
+        return None
+    return regex.compile("|".join(regex.escape(text) for text in literals))
+
+
+class ReasoningStream:
+    """The reasoning half: thinking as reasoning deltas, then the raw text after it.
+
+    Fed the whole output; `ended` turns true once the thinking region has closed, or a
+    region other than thinking has opened (an output without thinking). From then on
+    `feed` returns the output's raw text after the thinking region as content, delimiters
+    of later regions included, for the tool half to parse.
+    """
+
+    def __init__(self, parser: type[Any], prefix: str = "") -> None:
+        self.template = template_of(parser)
+        self.parser = parser(prefix, on_error=ON_ERROR)
+        self.adapter = ChunkAdapter(self.template)
+        spec = self.template.get("fields", {}).get(THINKING) or {}
+        self.open = _alternatives(spec, "open")
+        self.close = _alternatives(spec, "close")
+        self.text = ""  # the output so far
+        self.ended = False
+        self.sent = 0  # how much of the text after thinking was handed on
+        self.start: int | None = None  # where that text starts, found once thinking ended
+        self.finished = False
+        self.prompt_opened = self._scan(self.parser.initial_events, initial=True)
+        self.adapter.convert(self.parser.initial_events)
+
+    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> bool:
+        """Track the end of thinking; at the prompt: whether thinking is open at its end."""
+        open_thinking = False
+        for event in events:
+            field_name, kind = event.get("field"), event.get("type")
+            if field_name == THINKING:
+                if kind == "region_open":
+                    open_thinking = True
+                elif kind == "region_close":
+                    open_thinking = False
+                    self.ended = self.ended or not initial
+            elif kind == "region_open" and not initial:
+                self.ended = True
+        return open_thinking
+
+    def feed(self, text: str) -> Delta:
+        self.text += text
+        if self.ended:
+            return self._rest()
+        events = self.parser.feed(text)
+        self._scan(events)
+        delta = self._reasoning(events)
+        if self.ended:
+            delta.content = self._rest().content
+        return delta
+
+    def finish(self) -> Delta:
+        """At the end of the output: the thinking still held, or the rest not yet handed on."""
+        if self.finished:
+            return Delta()
+        self.finished = True
+        if self.ended:
+            return self._rest()
+        message, events = self.parser.finalize()
+        delta = self._reasoning(events)
+        delta.content = self._rest(whole=THINKING not in message).content
+        return delta
+
+    def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
+        delta = Delta().add_chunks(self.adapter.convert(events))
+        return Delta(reasoning=delta.reasoning)
+
+    def _rest(self, whole: bool = False) -> Delta:
+        if self.start is None:
+            self.start = 0 if whole else self.after_thinking()
+        rest = self.text[self.start + self.sent :]
+        self.sent += len(rest)
+        return Delta(content=rest)
+
+    def after_thinking(self) -> int:
+        """Where the raw text after the thinking region starts in the output."""
+        position = 0
+        if not self.prompt_opened:
+            opened = self.open.search(self.text) if self.open is not None else None
+            if opened is None:
+                return 0  # no thinking in the output: all of it is the rest
+            position = opened.end()
+        closed = self.close.search(self.text, position) if self.close is not None else None
+        return closed.end() if closed is not None else len(self.text)
+
+
+def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:
+    """One shot: the thinking of an output (None without one) and the raw text after it."""
+    stream = ReasoningStream(parser, prefix)
+    first, last = stream.feed(output), stream.finish()
+    reasoning = first.reasoning + last.reasoning
+    had_thinking = stream.prompt_opened or (
+        stream.open is not None and stream.open.search(output) is not None
+    )
+    return (reasoning if had_thinking else None), first.content + last.content
