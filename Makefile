@@ -6,7 +6,7 @@ BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 
-.PHONY: compile compile-all check test bench bench-hostile clean-venv
+.PHONY: compile compile-all check test bench bench-hostile clean-venv test-engines
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,3 +54,24 @@ bench-hostile: $(TEST_STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+## The engines virtualenv: vLLM and SGLang (--no-deps) with what their parser modules import,
+## CPU torch, and this package (editable). Not part of .venv: the engines are optional.
+ENGINES_VENV := .venv-engines
+ENGINES_PY := $(ENGINES_VENV)/bin/python
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+
+$(ENGINES_STAMP): requirements/engines.txt pyproject.toml
+	test -x $(ENGINES_PY) || $(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_PY) -m pip install --quiet --upgrade pip
+	$(ENGINES_PY) -m pip install --quiet torch==2.13.0
+	$(ENGINES_PY) -m pip install --quiet -r requirements/engines.txt
+	$(ENGINES_PY) -m pip install --quiet --no-deps vllm==0.33.0 sglang==0.5.23
+	$(ENGINES_PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+## make test-engines: the vLLM and SGLang plugins against the real packages
+## (writes bench/engines.txt: where our parsers and the engines' own disagree)
+test-engines: $(ENGINES_STAMP)
+	$(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py
+	$(ENGINES_PY) bench/engines.py > bench/engines.txt

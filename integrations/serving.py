@@ -20,6 +20,7 @@ these to each engine's classes.
 
 from __future__ import annotations
 
+import copy
 import json
 import secrets
 from collections.abc import Callable, Iterable
@@ -65,6 +66,28 @@ def parser_for(source: Any) -> type[Any]:
     if isinstance(template, dict) and isinstance(template.get("response_template"), dict):
         template = template["response_template"]
     return parser_class(template)
+
+
+def without_thinking(parser: type[Any]) -> type[Any]:
+    """The parser of the same template less its thinking field: the tool half's parser.
+
+    The tool half sees the text after the thinking (the reasoning half took that), or, with
+    no reasoning half, the whole output, whose thinking markup then stays content, as the
+    engines keep it without a reasoning parser. Compiled just in time, once per template.
+    """
+    template = template_of(parser)
+    if THINKING not in template.get("fields", {}):
+        return parser
+    from compiler import TemplateError
+
+    reduced = copy.deepcopy(template)
+    del reduced["fields"][THINKING]
+    if isinstance(reduced.get("defaults"), dict):
+        reduced["defaults"].pop(THINKING, None)
+    try:
+        return parser_for(reduced)
+    except TemplateError:
+        return parser  # a template whose other fields need it: parse thinking as reasoning
 
 
 def random_call_id(index: int) -> str:
@@ -209,23 +232,23 @@ class ReasoningStream:
         self.sent = 0  # how much of the text after thinking was handed on
         self.start: int | None = None  # where that text starts, found once thinking ended
         self.finished = False
-        self.prompt_opened = self._scan(self.parser.initial_events, initial=True)
+        self.saw_thinking = False  # a thinking region opened (in the prompt or the output)
+        self._scan(self.parser.initial_events, initial=True)
         self.adapter.convert(self.parser.initial_events)
 
-    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> bool:
-        """Track the end of thinking; at the prompt: whether thinking is open at its end."""
-        open_thinking = False
+    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> None:
+        """Track the end of thinking (a region the prompt opened does not end it)."""
         for event in events:
             field_name, kind = event.get("field"), event.get("type")
             if field_name == THINKING:
                 if kind == "region_open":
-                    open_thinking = True
+                    self.saw_thinking = True
                 elif kind == "region_close":
-                    open_thinking = False
                     self.ended = self.ended or not initial
+                    # thinking the prompt opened and closed is no thinking of the output
+                    self.saw_thinking = self.saw_thinking and not initial
             elif kind == "region_open" and not initial:
                 self.ended = True
-        return open_thinking
 
     def feed(self, text: str) -> Delta:
         self.text += text
@@ -262,14 +285,18 @@ class ReasoningStream:
         return Delta(content=rest)
 
     def after_thinking(self) -> int:
-        """Where the raw text after the thinking region starts in the output."""
-        position = 0
-        if not self.prompt_opened:
-            opened = self.open.search(self.text) if self.open is not None else None
-            if opened is None:
-                return 0  # no thinking in the output: all of it is the rest
-            position = opened.end()
-        closed = self.close.search(self.text, position) if self.close is not None else None
+        """Where the raw text after the thinking region starts in the output.
+
+        Without a thinking region, at 0. With one, after its close delimiter: the first
+        close after an open delimiter in the output, or the first close at all when the
+        prompt opened the thinking (no open delimiter before that close).
+        """
+        if not self.saw_thinking or self.close is None:
+            return 0
+        opened = self.open.search(self.text) if self.open is not None else None
+        closed = self.close.search(self.text)
+        if opened is not None and (closed is None or opened.start() <= closed.start()):
+            closed = self.close.search(self.text, opened.end())
         return closed.end() if closed is not None else len(self.text)
 
 
@@ -278,7 +305,4 @@ def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[s
     stream = ReasoningStream(parser, prefix)
     first, last = stream.feed(output), stream.finish()
     reasoning = first.reasoning + last.reasoning
-    had_thinking = stream.prompt_opened or (
-        stream.open is not None and stream.open.search(output) is not None
-    )
-    return (reasoning if had_thinking else None), first.content + last.content
+    return (reasoning if stream.saw_thinking else None), first.content + last.content

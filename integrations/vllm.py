@@ -47,6 +47,7 @@ from vllm.entrypoints.generate.base.protocol import (
     ToolCall,
 )
 from vllm.reasoning import ReasoningParser, ReasoningParserManager
+from vllm.renderers.chat_utils.tool_call import make_tool_call_id
 from vllm.tool_parsers import ToolParser, ToolParserManager
 
 from integrations.serving import (
@@ -57,6 +58,7 @@ from integrations.serving import (
     catalog_names,
     parser_for,
     split_reasoning,
+    without_thinking,
 )
 
 PREFIX = "rtc-"
@@ -89,6 +91,12 @@ def _tokenizer_template(tokenizer: Any) -> Any:
     return template
 
 
+def _call_id(index: int) -> str:
+    """vLLM's own random tool-call id."""
+    call_id: str = make_tool_call_id()
+    return call_id
+
+
 def _parser(source: Any, tokenizer: Any) -> type[Any]:
     return parser_for(_tokenizer_template(tokenizer) if source is None else source)
 
@@ -118,7 +126,7 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
 
     def __init__(self, tokenizer: Any, tools: list[Any] | None = None) -> None:
         super().__init__(tokenizer, tools)
-        self.parser = _parser(self.source, tokenizer)
+        self.parser = without_thinking(_parser(self.source, tokenizer))
         self.request_tools = tools
         self.stream: ResponseStream | None = None
 
@@ -130,7 +138,7 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
         return request
 
     def extract_tool_calls(self, model_output: str, request: Any) -> Any:
-        stream = ResponseStream(self.parser, tools=self._tools(request))
+        stream = ResponseStream(self.parser, tools=self._tools(request), call_id=_call_id)
         delta = stream.feed(model_output)
         last = stream.finish()
         delta.content += last.content
@@ -159,7 +167,7 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
         request: Any,
     ) -> Any:
         if self.stream is None:
-            self.stream = ResponseStream(self.parser, tools=self._tools(request))
+            self.stream = ResponseStream(self.parser, tools=self._tools(request), call_id=_call_id)
         return self._track(self.stream.feed(delta_text))
 
     def finish_streaming(self) -> Any:

@@ -1,0 +1,159 @@
+"""Shared by the engine tests and bench/engines.py: the catalog entries with a vLLM / SGLang
+counterpart, their outputs, an offline tokenizer for each, and how to compare results.
+
+The outputs are the entries' fixture cases (tests/fixtures/NAME.json), with the end-of-turn
+token the engine stops on cut off, as an engine's `output.text` has it. The tokenizer is a
+byte-level BPE trained on those texts whose special tokens are the delimiters the texts and
+the template use, so that the engines' parsers find the token ids they look up.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import regex
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# entry -> (vLLM tool parser, vLLM reasoning parser, SGLang detector, SGLang reasoning parser).
+# From the engines' registries and the formats the entries describe; None: no counterpart.
+COUNTERPARTS: dict[str, tuple[str | None, str | None, str | None, str | None]] = {
+    "hermes": ("hermes", "qwen3", "hermes", "qwen3"),
+    "qwen3": ("qwen3_coder", "qwen3", "qwen3_coder", "qwen3"),
+    "qwen3_coder": ("qwen3_coder", None, "qwen3_coder", None),
+    "deepseek_v3": ("deepseek_v3", None, "deepseekv3", None),
+    "deepseek_r1": ("deepseek_v3", "deepseek_r1", "deepseekv3", "deepseek-r1"),
+    "deepseek_v31": ("deepseek_v31", "deepseek_v3", "deepseekv31", "deepseek-v3"),
+    "llama3_json": ("llama3_json", None, "llama3", None),
+    "mistral": ("mistral", "mistral", "mistral", "mistral"),
+    "glm45": ("glm45", "glm45", "glm45", "glm45"),
+    "glm47": ("glm47", "glm45", "glm47", "glm45"),
+    "kimi_k2": ("kimi_k2", "kimi_k2", "kimi_k2", "kimi_k2"),
+    "pythonic": ("pythonic", None, "pythonic", None),
+    "llama4_pythonic": ("llama4_pythonic", None, "pythonic", None),
+    "minimax_m2": ("minimax_m2", "minimax_m2", "minimax-m2", "minimax"),
+    "seed_oss": ("seed_oss", "seed_oss", None, None),
+    "step3": ("step3", "step3", "step3", "step3"),
+    "internlm": ("internlm", None, "interns1", None),
+    "granite4": ("granite4", None, None, None),
+    "olmo3": ("olmo3", "olmo3", None, None),
+    "ernie": ("ernie45", "ernie45", None, None),
+    "hunyuan_a13b": ("hunyuan_a13b", "hunyuan_a13b", "hunyuan", "hunyuan"),
+    "lfm2": ("lfm2", None, "lfm2", None),
+    "xlam": ("xlam", None, None, None),
+    "jamba": ("jamba", None, None, None),
+    "phi4_mini": ("phi4_mini_json", None, None, None),
+    "gigachat3": ("gigachat3", None, "gigachat3", None),
+    "longcat": ("longcat", None, None, None),
+}
+
+# Text the engine stops on (an end-of-turn token): not part of an engine's output text.
+STOPS = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|eom_id|>",
+    "</s>",
+    "<|end▁of▁sentence|>",
+    "<|endoftext|>",
+    "<|user|>",
+    "<|observation|>",
+    "[e~[",
+    "<|end_of_text|>",
+    "<|return|>",
+    "<|call|>",
+    "<eos>",
+)
+SPECIAL = regex.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜]{1,40}｜>|\[[A-Z_/]{2,20}\]|</?[a-z_:]{2,20}>")
+
+
+@dataclass
+class Case:
+    entry: str
+    name: str
+    prefix: str
+    output: str
+
+
+def cases(entry: str) -> list[Case]:
+    data = json.loads((ROOT / "tests" / "fixtures" / f"{entry}.json").read_text("utf-8"))
+    result = []
+    for case in data["cases"]:
+        output = case["output"]
+        for stop in STOPS:
+            if output.endswith(stop):
+                output = output[: -len(stop)]
+                break
+        if output:
+            result.append(Case(entry, case["name"], case.get("prefix") or "", output))
+    return result
+
+
+def _literals(template: Any) -> set[str]:
+    text = json.dumps(template, ensure_ascii=False).replace("\\\\", "\\")
+    text = regex.sub(r"\\(.)", r"\1", text)
+    return set(SPECIAL.findall(text))
+
+
+@cache
+def tokenizer(entry: str) -> Any:
+    """A transformers fast tokenizer for `entry`'s texts, built offline."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts = [text for case in cases(entry) for text in (case.prefix, case.output)]
+    template = json.loads((ROOT / "templates_catalog" / f"{entry}.json").read_text("utf-8"))
+    specials = set(_literals(template))
+    for text in texts:
+        specials.update(SPECIAL.findall(text))
+    specials.update(STOPS)
+    model = Tokenizer(models.BPE())
+    model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    model.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        special_tokens=sorted(specials),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    model.train_from_iterator(texts * 3, trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=model, clean_up_tokenization_spaces=False, eos_token="<|im_end|>"
+    )
+
+
+def tools_for(entry: str) -> list[dict[str, Any]]:
+    """A tool for every function name the entry's fixtures call, arguments unconstrained."""
+    data = json.loads((ROOT / "tests" / "fixtures" / f"{entry}.json").read_text("utf-8"))
+    names: set[str] = set()
+    for case in data["cases"]:
+        for call in (case.get("expected") or {}).get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                names.add(function["name"])
+    return [
+        {
+            "type": "function",
+            "function": {"name": name, "parameters": {"type": "object", "properties": {}}},
+        }
+        for name in sorted(names)
+    ]
+
+
+def normal(reasoning: Any, content: Any, calls: list[tuple[str | None, str]]) -> dict[str, Any]:
+    """A result in the form both sides are compared in: text stripped, arguments parsed."""
+    parsed = []
+    for name, arguments in calls:
+        try:
+            value = json.loads(arguments) if arguments else {}
+        except ValueError:
+            value = {"<unparsable>": arguments}
+        parsed.append((name, value))
+    return {
+        "reasoning": (reasoning or "").strip(),
+        "content": (content or "").strip(),
+        "tool_calls": parsed,
+    }
