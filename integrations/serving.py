@@ -297,7 +297,10 @@ class ReasoningStream:
         closed = self.close.search(self.text)
         if opened is not None and (closed is None or opened.start() <= closed.start()):
             closed = self.close.search(self.text, opened.end())
-        return closed.end() if closed is not None else len(self.text)
+        if closed is not None:
+            return closed.end()
+        # Closed by the parser but not in the output: the close began in the prompt.
+        return 0 if self.ended else len(self.text)
 
 
 def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:

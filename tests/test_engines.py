@@ -1,0 +1,102 @@
+"""The vLLM plugin against the real vllm package (make test-engines, in .venv-engines).
+
+Skipped where vllm is not importable (the main .venv does not install it). The parsers are
+driven as vLLM's serving layer drives them (tests/engine_drivers.py); the outputs are the
+catalog fixtures, tokenized by an offline tokenizer with each format's special tokens.
+bench/engines.py lists every disagreement with vLLM's own parsers, classified.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("vllm", reason="vllm is not installed here: run `make test-engines`")
+
+from engine_cases import COUNTERPARTS, Case, cases, normal, tools_for  # noqa: E402
+from engine_drivers import vllm_once, vllm_parser_class, vllm_stream  # noqa: E402
+
+import integrations.vllm  # noqa: E402,F401  (registers the rtc-NAME parsers)
+from integrations.serving import catalog_names, parser_for  # noqa: E402
+
+CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
+
+
+def ours(entry: str) -> object:
+    return vllm_parser_class(f"rtc-{entry}", f"rtc-{entry}", entry)
+
+
+def test_every_catalog_entry_resolves_by_name_after_importing_the_plugin() -> None:
+    from vllm.parser.parser_manager import ParserManager
+    from vllm.reasoning import ReasoningParser, ReasoningParserManager
+    from vllm.tool_parsers import ToolParser, ToolParserManager
+
+    ToolParserManager.import_tool_parser("integrations.vllm")
+    names = catalog_names()
+    assert "qwen3_coder" in names
+    for entry in names:
+        tool = ToolParserManager.get_tool_parser(f"rtc-{entry}")
+        reasoning = ReasoningParserManager.get_reasoning_parser(f"rtc-{entry}")
+        assert issubclass(tool, ToolParser) and issubclass(reasoning, ReasoningParser)
+        assert tool.source == entry == reasoning.source
+    composed = ParserManager.get_parser(
+        tool_parser_name="rtc-qwen3_coder",
+        reasoning_parser_name="rtc-qwen3_coder",
+        enable_auto_tools=True,
+    )
+    assert composed is not None and composed.tool_parser_cls.source == "qwen3_coder"
+
+
+def test_register_takes_any_template() -> None:
+    from vllm.tool_parsers import ToolParserManager
+
+    template = {
+        "fields": {
+            "thinking": {"open": "<r>", "close": "</r>"},
+            "tool_calls": {"open": "<call>", "close": "</call>", "content": "json"},
+            "content": {},
+        }
+    }
+    integrations.vllm.register(template, "rtc-test-inline")
+    assert ToolParserManager.get_tool_parser("rtc-test-inline").source is template
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_streamed_deltas_merge_to_the_one_shot_result(case: Case) -> None:
+    cls = ours(case.entry)
+    merged, deltas = vllm_stream(cls, case)
+    assert merged == vllm_once(cls, case)
+    ids: dict[int, str] = {}
+    for delta in deltas:
+        for call in delta.tool_calls:
+            if call.id is not None:  # the first delta of a call: id and name, once
+                assert call.index not in ids and call.function.name
+                ids[call.index] = call.id
+            else:
+                assert call.index in ids  # later deltas: fragments of a call already named
+    assert sorted(ids) == list(range(len(ids)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_one_shot_result_is_the_compiled_parsers_message(case: Case) -> None:
+    """Through vLLM's two-phase split, the message is what the parser alone makes of the
+    output under the server policy."""
+    message = parser_for(case.entry).parse(
+        case.output, prefix=case.prefix, tools=tools_for(case.entry) or None, on_error="content"
+    )
+    calls = message.get("tool_calls") or []
+    calls = [call for item in calls for call in (item if isinstance(item, list) else [item])]
+    expected = normal(
+        message.get("thinking") if isinstance(message.get("thinking"), str) else None,
+        message.get("content") if isinstance(message.get("content"), str) else None,
+        [
+            (call["function"]["name"], json.dumps(call["function"].get("arguments", {})))
+            for call in calls
+            if isinstance(call, dict) and isinstance(call.get("function"), dict)
+        ],
+    )
+    got = vllm_once(ours(case.entry), case)
+    assert got["tool_calls"] == expected["tool_calls"]
+    assert got["reasoning"] == expected["reasoning"]
+    assert got["content"] == expected["content"]
