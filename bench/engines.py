@@ -71,28 +71,41 @@ def main() -> None:
                 ours_streamed, _ = vllm_stream(ours_cls, case)
                 if ours_streamed != ours_once:
                     keys = differences(ours_streamed, ours_once)
-                    print(f"vllm {label} ours-stream: {keys} | stream={short(ours_streamed)} | once={short(ours_once)}")
+                    print(
+                        f"vllm {label} ours-stream: {keys} | stream={short(ours_streamed)} | once={short(ours_once)}"
+                    )
                     totals["vllm ours stream != once"] += 1
-                for mode, run in (("once", vllm_once), ("stream", lambda c, k: vllm_stream(c, k)[0])):
+                for mode, run in (
+                    ("once", vllm_once),
+                    ("stream", lambda c, k: vllm_stream(c, k)[0]),
+                ):
                     ours = ours_once if mode == "once" else ours_streamed
                     try:
                         theirs = run(theirs_cls, case)
                     except Exception as error:
-                        print(f"vllm {label} {mode}: peer raised {type(error).__name__}: {error}"[:200])
+                        print(
+                            f"vllm {label} {mode}: peer raised {type(error).__name__}: {error}"[
+                                :200
+                            ]
+                        )
                         totals["vllm peer raised"] += 1
                         continue
                     keys = differences(ours, theirs)
                     totals[f"vllm {mode} compared"] += 1
                     if keys:
                         totals[f"vllm {mode} differ"] += 1
-                        print(f"vllm {label} {mode}: {keys} differ | ours={short({k: ours[k] for k in keys})} | theirs={short({k: theirs[k] for k in keys})}")
+                        print(
+                            f"vllm {label} {mode}: {keys} differ | ours={short({k: ours[k] for k in keys})} | theirs={short({k: theirs[k] for k in keys})}"
+                        )
             if s_tool is None and s_reason is None:
                 continue
             for mode, run in (("once", sglang_once), ("stream", sglang_stream)):
                 try:
                     theirs = run(s_tool, s_reason, case)
                 except Exception as error:
-                    print(f"sglang {label} {mode}: peer raised {type(error).__name__}: {error}"[:200])
+                    print(
+                        f"sglang {label} {mode}: peer raised {type(error).__name__}: {error}"[:200]
+                    )
                     totals["sglang peer raised"] += 1
                     continue
                 if sglang_plugin is None:
@@ -103,7 +116,9 @@ def main() -> None:
                 totals[f"sglang {mode} compared"] += 1
                 if keys:
                     totals[f"sglang {mode} differ"] += 1
-                    print(f"sglang {label} {mode}: {keys} differ | ours={short({k: ours[k] for k in keys})} | theirs={short({k: theirs[k] for k in keys})}")
+                    print(
+                        f"sglang {label} {mode}: {keys} differ | ours={short({k: ours[k] for k in keys})} | theirs={short({k: theirs[k] for k in keys})}"
+                    )
     print("# totals")
     for key in sorted(totals):
         print(f"# {key}: {totals[key]}")

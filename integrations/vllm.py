@@ -118,7 +118,7 @@ def _delta_message(delta: Delta) -> DeltaMessage | None:
     )
 
 
-class RtcToolParser(ToolParser):  # type: ignore[misc]
+class RtcToolParser(ToolParser):
     """Content and tool calls, by one compiled parser per response (see the module doc)."""
 
     source: ClassVar[Any] = None  # a catalog name, a template or a path; None: the tokenizer's
@@ -146,7 +146,9 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
         for part in last.calls:
             self._merge(delta, part)
         calls = [
-            ToolCall(id=call.id, function=FunctionCall(name=call.name or "", arguments=call.arguments))
+            ToolCall(
+                id=call.id, function=FunctionCall(name=call.name or "", arguments=call.arguments)
+            )
             for call in delta.calls
         ]
         self.prev_tool_call_arr = [
@@ -195,7 +197,8 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
             while len(self.streamed_args_for_tool) <= call.index:
                 self.streamed_args_for_tool.append("")
                 self.prev_tool_call_arr.append({"name": None, "arguments": ""})
-            self.current_tool_id = max(self.current_tool_id, call.index)
+            current: int = getattr(self, "current_tool_id", -1)
+            self.current_tool_id = max(current, call.index)
             self.streamed_args_for_tool[call.index] += call.arguments
             entry = self.prev_tool_call_arr[call.index]
             entry["name"] = entry["name"] or call.name
@@ -204,7 +207,7 @@ class RtcToolParser(ToolParser):  # type: ignore[misc]
         return _delta_message(delta)
 
 
-class RtcReasoningParser(ReasoningParser):  # type: ignore[misc]
+class RtcReasoningParser(ReasoningParser):
     """Thinking as reasoning; the raw text after it handed on (see the module doc)."""
 
     source: ClassVar[Any] = None

@@ -131,7 +131,9 @@ def sglang_stream(tool: str | None, reasoning: str | None, case: Case) -> dict[s
         if caller is None:
             content += text
             return
-        normal_text, items = caller.parse_stream_chunk(text) if not end else caller.parse_stream_end()
+        normal_text, items = (
+            caller.parse_stream_chunk(text) if not end else caller.parse_stream_end()
+        )
         content += normal_text
         for item in items:
             entry = calls.setdefault(item.tool_index, [None, ""])

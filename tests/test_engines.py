@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm is not installed here: run `make test-engines`")
 
-from engine_cases import COUNTERPARTS, Case, cases, normal, tools_for  # noqa: E402
-from engine_drivers import vllm_once, vllm_parser_class, vllm_stream  # noqa: E402
+from engine_cases import COUNTERPARTS, Case, cases, normal, tools_for
+from engine_drivers import vllm_once, vllm_parser_class, vllm_stream
 
-import integrations.vllm  # noqa: E402,F401  (registers the rtc-NAME parsers)
-from integrations.serving import catalog_names, parser_for  # noqa: E402
+import integrations.vllm
+from integrations.serving import catalog_names, parser_for
 
 CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
 
