@@ -10,9 +10,10 @@ SGLang: `ReasoningParser(name).parse_non_stream` / `parse_stream_chunk`, then
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from engine_cases import Case, normal, tokenizer, tools_for
+from engine_cases import ROOT, Case, normal, tokenizer, tools_for
 
 
 def token_steps(case: Case) -> tuple[list[int], list[tuple[str, list[int]]]]:
@@ -101,13 +102,27 @@ def sglang_tools(case: Case) -> list[Any]:
     return [Tool.model_validate(tool) for tool in tools_for(case.entry)]
 
 
+def prompt_opens_thinking(case: Case) -> bool:
+    """Whether the prompt ends in the thinking opener (SGLang's `force_reasoning`)."""
+    template = json.loads((ROOT / "templates_catalog" / f"{case.entry}.json").read_text("utf-8"))
+    opener = template["response_template"]["fields"].get("thinking", {}).get("open")
+    openers = [opener] if isinstance(opener, str) else list(opener or ())
+    return any(case.prefix.rstrip().endswith(text.rstrip()) for text in openers if text)
+
+
+def sglang_reasoning(name: str, case: Case, stream: bool) -> Any:
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    force = True if prompt_opens_thinking(case) else None
+    return ReasoningParser(name, stream_reasoning=stream, force_reasoning=force)
+
+
 def sglang_once(tool: str | None, reasoning: str | None, case: Case) -> dict[str, Any]:
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
-    from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     text, thinking = case.output, None
     if reasoning is not None:
-        thinking, text = ReasoningParser(reasoning, stream_reasoning=False).parse_non_stream(text)
+        thinking, text = sglang_reasoning(reasoning, case, False).parse_non_stream(text)
     calls: list[Any] = []
     if tool is not None:
         parser = FunctionCallParser(sglang_tools(case), tool)
@@ -118,10 +133,9 @@ def sglang_once(tool: str | None, reasoning: str | None, case: Case) -> dict[str
 
 def sglang_stream(tool: str | None, reasoning: str | None, case: Case) -> dict[str, Any]:
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
-    from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     _, steps = token_steps(case)
-    thinker = ReasoningParser(reasoning, stream_reasoning=True) if reasoning else None
+    thinker = sglang_reasoning(reasoning, case, True) if reasoning else None
     caller = FunctionCallParser(sglang_tools(case), tool) if tool else None
     thinking, content = "", ""
     calls: dict[int, list[Any]] = {}
@@ -144,6 +158,10 @@ def sglang_stream(tool: str | None, reasoning: str | None, case: Case) -> dict[s
         if thinker is not None:
             reasoning_text, text = thinker.parse_stream_chunk(text)
             thinking += reasoning_text or ""
+        tool_step(text or "")
+    if thinker is not None:
+        reasoning_text, text = thinker.parse_stream_end()
+        thinking += reasoning_text or ""
         tool_step(text or "")
     tool_step("", end=True)
     return normal(thinking, content, [tuple(calls[index]) for index in sorted(calls)])

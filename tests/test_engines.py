@@ -100,3 +100,49 @@ def test_one_shot_result_is_the_compiled_parsers_message(case: Case) -> None:
     assert got["tool_calls"] == expected["tool_calls"]
     assert got["reasoning"] == expected["reasoning"]
     assert got["content"] == expected["content"]
+
+
+# -- SGLang ---------------------------------------------------------------------------
+
+
+def sglang_available() -> bool:
+    try:
+        import integrations.sglang  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_sglang = pytest.mark.skipif(not sglang_available(), reason="sglang is not installed here")
+SGLANG_CASES = [case for entry, names in COUNTERPARTS.items() if names[2] for case in cases(entry)]
+
+
+@needs_sglang
+def test_every_catalog_entry_is_an_sglang_detector_after_the_plugin_hook() -> None:
+    from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
+
+    import integrations.sglang as plugin
+
+    plugin.register_all()  # what SGLang's load_plugins() calls through the entry point
+    for entry in catalog_names():
+        tool = FunctionCallParser.ToolCallParserEnum[f"rtc-{entry}"]
+        reasoning = ReasoningParser.DetectorMap[f"rtc-{entry}"]
+        assert issubclass(tool, BaseFormatDetector) and tool.source == entry
+        assert issubclass(reasoning, BaseReasoningFormatDetector) and reasoning.source == entry
+    parser = FunctionCallParser([], "rtc-qwen3_coder")
+    assert parser.detector.has_tool_call("<tool_call>\n<function=f>")
+    assert not parser.detector.has_tool_call("no call here")
+
+
+@needs_sglang
+@pytest.mark.parametrize("case", SGLANG_CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_sglang_stream_and_one_shot_agree_and_match_vllm_plugin(case: Case) -> None:
+    from engine_drivers import sglang_once, sglang_stream
+
+    name = f"rtc-{case.entry}"
+    once = sglang_once(name, name, case)
+    assert sglang_stream(name, name, case) == once
+    if not case.prefix.rstrip().endswith(("<think>", "[THINK]")):  # both see the prompt
+        assert once == vllm_once(ours(case.entry), case)
