@@ -68,7 +68,7 @@ def _opener(spec: dict[str, Any]) -> regex.Pattern[str] | None:
     return regex.compile("|".join(map(regex.escape, literals))) if literals else None
 
 
-class RtcDetector(BaseFormatDetector):  # type: ignore[misc]
+class RtcDetector(BaseFormatDetector):
     """Normal text and tool calls, by one compiled parser per response (see the module doc)."""
 
     source: Any = None
@@ -135,7 +135,8 @@ class RtcDetector(BaseFormatDetector):  # type: ignore[misc]
             while len(self.streamed_args_for_tool) <= call.index:
                 self.streamed_args_for_tool.append("")
                 self.prev_tool_call_arr.append({"name": None, "arguments": ""})
-            self.current_tool_id = max(int(self.current_tool_id), call.index)
+            current: int = getattr(self, "current_tool_id", -1)
+            self.current_tool_id = max(current, call.index)
             self.streamed_args_for_tool[call.index] += call.arguments
             entry = self.prev_tool_call_arr[call.index]
             entry["name"] = entry["name"] or call.name
@@ -143,11 +144,12 @@ class RtcDetector(BaseFormatDetector):  # type: ignore[misc]
             items.append(
                 ToolCallItem(tool_index=call.index, name=call.name, parameters=call.arguments)
             )
-        self.current_tool_name_sent = bool(items) or self.current_tool_name_sent
+        sent: bool = getattr(self, "current_tool_name_sent", False)
+        self.current_tool_name_sent = bool(items) or sent
         return StreamingParseResult(normal_text=delta.content, calls=items)
 
 
-class RtcReasoningDetector(BaseReasoningFormatDetector):  # type: ignore[misc]
+class RtcReasoningDetector(BaseReasoningFormatDetector):
     """Thinking as reasoning text; the raw text after it as normal text (see the module doc)."""
 
     source: Any = None
