@@ -60,6 +60,7 @@ clean-venv:
 ENGINES_VENV := .venv-engines
 ENGINES_PY := $(ENGINES_VENV)/bin/python
 ENGINES_STAMP := $(ENGINES_VENV)/.installed
+SHELL := /bin/bash
 
 $(ENGINES_STAMP): requirements/engines.txt pyproject.toml
 	test -x $(ENGINES_PY) || $(PYTHON) -m venv $(ENGINES_VENV)
@@ -73,5 +74,6 @@ $(ENGINES_STAMP): requirements/engines.txt pyproject.toml
 ## make test-engines: the vLLM and SGLang plugins against the real packages
 ## (writes bench/engines.txt: where our parsers and the engines' own disagree)
 test-engines: $(ENGINES_STAMP)
-	$(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py
+	set -o pipefail; $(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py \
+		| tail -n 3 | tee bench/engines-tests.txt
 	$(ENGINES_PY) bench/engines.py > bench/engines.txt
