@@ -6,7 +6,7 @@ BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 
-.PHONY: compile compile-all check test bench bench-hostile clean-venv test-engines
+.PHONY: compile compile-all check test bench bench-hostile clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -77,3 +77,9 @@ test-engines: $(ENGINES_STAMP)
 	set -o pipefail; $(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py \
 		| tail -n 3 | tee bench/engines-tests.txt
 	$(ENGINES_PY) bench/engines.py > bench/engines.txt
+
+## make bench-peers: our plugins vs vLLM's and SGLang's own parsers in their serving paths,
+## same outputs, answers checked; per-chunk and one-shot time ratios (writes bench/peers.txt)
+bench-peers: $(ENGINES_STAMP)
+	$(ENGINES_PY) bench/peers.py > bench/peers.txt
+	cat bench/peers.txt

@@ -68,6 +68,9 @@ def parser_for(source: Any) -> type[Any]:
     return parser_class(template)
 
 
+_REDUCED: dict[type[Any], type[Any]] = {}
+
+
 def without_thinking(parser: type[Any]) -> type[Any]:
     """The parser of the same template less its thinking field: the tool half's parser.
 
@@ -75,6 +78,13 @@ def without_thinking(parser: type[Any]) -> type[Any]:
     no reasoning half, the whole output, whose thinking markup then stays content, as the
     engines keep it without a reasoning parser. Compiled just in time, once per template.
     """
+    reduced_parser = _REDUCED.get(parser)
+    if reduced_parser is None:
+        reduced_parser = _REDUCED[parser] = _reduce(parser)
+    return reduced_parser
+
+
+def _reduce(parser: type[Any]) -> type[Any]:
     template = template_of(parser)
     if THINKING not in template.get("fields", {}):
         return parser
