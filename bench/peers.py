@@ -184,7 +184,7 @@ def run_sglang(
 
 def main() -> None:
     logging.disable(logging.WARNING)
-    import integrations.sglang  # noqa: F401
+    import integrations.sglang
     import integrations.vllm  # noqa: F401
 
     print("# make bench-peers: our rtc-NAME plugins vs the engines' own parsers, same outputs,")
