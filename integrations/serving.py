@@ -21,6 +21,7 @@ these to each engine's classes.
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import secrets
 from collections.abc import Callable, Iterable
@@ -164,6 +165,9 @@ class ResponseStream:
     `prefix` is the text the model continued ("" when the engine does not say); the
     template's thinking field, if the text has one, comes out as reasoning. `call_id` gives
     each call its id once, so a call's id is stable across its deltas and the final message.
+    `whole=True` (the engines' one-shot paths) sends each call whole at its close, so a call
+    that fails is only content; streamed, a call's first fragments may already be out when
+    it fails, and the client keeps them (runtime.openai's rule), with the raw text as content.
     """
 
     def __init__(
@@ -173,6 +177,7 @@ class ResponseStream:
         *,
         tools: Iterable[Any] | None = None,
         call_id: Callable[[int], str] = random_call_id,
+        whole: bool = False,
     ) -> None:
         ids: dict[int, str] = {}
 
@@ -182,7 +187,10 @@ class ResponseStream:
             return ids[index]
 
         instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
-        self.stream = CompletionStream(instance, call_id=stable_id)
+        options: dict[str, Any] = {}
+        if whole and "tool_args" in inspect.signature(CompletionStream).parameters:
+            options["tool_args"] = "whole"
+        self.stream = CompletionStream(instance, call_id=stable_id, **options)
         self.pending = Delta().add_chunks(self.stream.initial)
         self.finished = False
 

@@ -100,7 +100,7 @@ class RtcDetector(BaseFormatDetector):
         raise NotImplementedError("rtc detectors give no structural tag: formats vary")
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
-        stream = ResponseStream(self.parser, tools=tools or None)
+        stream = ResponseStream(self.parser, tools=tools or None, whole=True)
         delta = stream.feed(text)
         end = stream.finish()
         delta.content += end.content

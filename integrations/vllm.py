@@ -138,7 +138,9 @@ class RtcToolParser(ToolParser):
         return request
 
     def extract_tool_calls(self, model_output: str, request: Any) -> Any:
-        stream = ResponseStream(self.parser, tools=self._tools(request), call_id=_call_id)
+        stream = ResponseStream(
+            self.parser, tools=self._tools(request), call_id=_call_id, whole=True
+        )
         delta = stream.feed(model_output)
         last = stream.finish()
         delta.content += last.content

@@ -149,8 +149,8 @@ def normal(reasoning: Any, content: Any, calls: list[tuple[str | None, str]]) ->
     """A result in the form both sides are compared in: text stripped, arguments parsed."""
     parsed = []
     for name, arguments in calls:
-        try:
-            value = json.loads(arguments) if arguments else {}
+        try:  # an empty string is no JSON either: a call whose arguments never came
+            value = json.loads(arguments)
         except ValueError:
             value = {"<unparsable>": arguments}
         parsed.append((name, value))

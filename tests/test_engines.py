@@ -23,6 +23,14 @@ from integrations.serving import catalog_names, parser_for
 CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
 
 
+def without_cut_calls(result: dict) -> dict:
+    """A streamed result less the calls whose arguments do not parse: a call that failed after
+    its first fragments went out, which a client keeps as sent (the one-shot path sends each
+    call whole, so it has none; its raw text is content in both)."""
+    calls = [call for call in result["tool_calls"] if "<unparsable>" not in call[1]]
+    return {**result, "tool_calls": calls}
+
+
 def ours(entry: str) -> object:
     return vllm_parser_class(f"rtc-{entry}", f"rtc-{entry}", entry)
 
@@ -66,7 +74,7 @@ def test_register_takes_any_template() -> None:
 def test_streamed_deltas_merge_to_the_one_shot_result(case: Case) -> None:
     cls = ours(case.entry)
     merged, deltas = vllm_stream(cls, case)
-    assert merged == vllm_once(cls, case)
+    assert without_cut_calls(merged) == vllm_once(cls, case)
     ids: dict[int, str] = {}
     for delta in deltas:
         for call in delta.tool_calls:
@@ -143,6 +151,6 @@ def test_sglang_stream_and_one_shot_agree_and_match_vllm_plugin(case: Case) -> N
 
     name = f"rtc-{case.entry}"
     once = sglang_once(name, name, case)
-    assert sglang_stream(name, name, case) == once
+    assert without_cut_calls(sglang_stream(name, name, case)) == once
     if not case.prefix.rstrip().endswith(("<think>", "[THINK]")):  # both see the prompt
         assert once == vllm_once(ours(case.entry), case)
