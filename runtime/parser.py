@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from . import errors
-from .automaton import OPEN, State
+from .automaton import OPEN, HeldRun, State
 from .errors import FieldParseError, MissingFieldError
 from .tools import coerce_tool_calls, tool_parameters
 
@@ -119,7 +119,7 @@ class CompiledParser:
         self._reopen: tuple[Any, str, int] | None = None
         # While a held match can only change when a given text arrives (RegexDelimiter.waits):
         # (literal, stop characters, the held text's last characters) and the text since.
-        self._waiting: tuple[str, frozenset[str] | None, str] | None = None
+        self._waiting: tuple[HeldRun, str] | None = None
         self._waited: list[str] = []
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
@@ -156,7 +156,7 @@ class CompiledParser:
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
             # at the end of stream that delimiter has no match (no need to search for one).
-            if self._waiting[0]:
+            if self._waiting[0].literal:
                 self._unmatched = self._waiting_on
             self._wake(None)
         events: list[Event] = []
@@ -289,10 +289,9 @@ class CompiledParser:
     def _wait(self, buf: str, hold: int) -> None:
         """Stop rescanning a long held-back stretch that only a known text can change."""
         for delim in self._state.patterns:
-            trigger = delim.waits(buf, hold)
-            if trigger is not None:
-                literal, stops = trigger
-                self._waiting = (literal, stops, _last(buf, len(literal) - 1))
+            run = delim.waits(buf, hold)
+            if run is not None:
+                self._waiting = (run, _last(buf, len(run.literal) - 1))
                 self._waiting_on = delim
                 return
 
@@ -303,13 +302,11 @@ class CompiledParser:
         if text is not None:
             if not text:
                 return False
-            literal, stops, recent = self._waiting
-            if not (stops is not None and any(char in text for char in stops)) and not (
-                literal and literal in recent + text
-            ):
+            run, recent = self._waiting
+            if not run.wakes(text, recent):
                 self._waited.append(text)
-                if literal:
-                    self._waiting = (literal, stops, _last(recent + text, len(literal) - 1))
+                if run.literal:
+                    self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
         self._pending += "".join(self._waited)
         self._waited = []
