@@ -22,17 +22,34 @@ so nothing held back for a possible delimiter is lost. The server policy applies
 that does not parse reaches the client as content. `adjust_request` keeps special tokens
 in the text (`skip_special_tokens=False`), since templates delimit with them.
 
-Pass the module name, not this file's path: vLLM imports a plugin file under its file name,
-and a module named `vllm` would replace vLLM itself.
+The plugin can be given as the module name (`integrations.vllm`) or as this file's path:
+vLLM imports a plugin file under its base name, which here puts this file in vLLM's place in
+`sys.modules`, so the file puts vLLM back first (`_restore_vllm`).
 """
 
+# ruff: noqa: E402  (vLLM must be back in place before the imports from it, see below)
 from __future__ import annotations
 
-if __name__ == "vllm":  # imported by file path: sys.modules["vllm"] now points here
-    raise ImportError(
-        "load the plugin by module name: --tool-parser-plugin integrations.vllm "
-        "(vLLM imports a plugin file under its file name, and this one is named vllm)"
-    )
+import importlib
+import sys
+
+
+def _restore_vllm() -> None:
+    """Put vLLM back in `sys.modules["vllm"]` after vLLM imported this file by its path.
+
+    vLLM loads a plugin file under its base name, so this file first runs as the module
+    `vllm`, in vLLM's place. A fresh import of the package takes the place back; the
+    submodules already loaded are set on it again, as the first import had them.
+    """
+    del sys.modules["vllm"]
+    package = importlib.import_module("vllm")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vllm.") and name.count(".") == 1 and module is not None:
+            setattr(package, name.split(".", 1)[1], module)
+
+
+if __name__ == "vllm":  # --tool-parser-plugin path/to/integrations/vllm.py
+    _restore_vllm()
 
 import os
 from collections.abc import Sequence

@@ -154,3 +154,25 @@ def test_sglang_stream_and_one_shot_agree_and_match_vllm_plugin(case: Case) -> N
     assert without_cut_calls(sglang_stream(name, name, case)) == once
     if not case.prefix.rstrip().endswith(("<think>", "[THINK]")):  # both see the prompt
         assert once == vllm_once(ours(case.entry), case)
+
+
+def test_the_plugin_file_path_works_too() -> None:
+    """vLLM imports a plugin file under its base name, `vllm`: the file puts vLLM back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(integrations.vllm.__file__)
+    script = f"""
+from vllm.tool_parsers import ToolParserManager
+ToolParserManager.import_tool_parser({str(path)!r})
+import sys, vllm
+from vllm.parser.parser_manager import ParserManager
+assert vllm.__file__.endswith("__init__.py"), vllm.__file__
+assert sys.modules["vllm"] is vllm and vllm.tool_parsers.ToolParserManager is ToolParserManager
+cls = ParserManager.get_parser(tool_parser_name="rtc-hermes", enable_auto_tools=True)
+print(cls.tool_parser_cls.source)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "hermes"
