@@ -195,7 +195,7 @@ def _source_span(pattern: str, items: list[Any], index: int) -> tuple[int, int] 
     return None
 
 
-def _run_pattern(text: str, body: list[Any]) -> str | bool | None:
+def _run_pattern(text: str, body: list[Any]) -> str | None | bool:
     """A pattern for a run of the repeat written as `text` (its body item `body`): None
     for any character, False if its source cannot be isolated."""
     if body[0][0] is sre.ANY:
