@@ -9,16 +9,27 @@ bench/engines.py lists every disagreement with vLLM's own parsers, classified.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 pytest.importorskip("vllm", reason="vllm is not installed here: run `make test-engines`")
 
 from engine_cases import COUNTERPARTS, Case, cases, normal, tools_for
-from engine_drivers import vllm_once, vllm_parser_class, vllm_stream
+from engine_drivers import (
+    merge_vllm,
+    token_steps,
+    vllm_once,
+    vllm_parser_class,
+    vllm_request,
+    vllm_stream,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import integrations.vllm
 from integrations.serving import catalog_names, parser_for
+from runtime.openai import template_of
 
 CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
 
@@ -84,6 +95,37 @@ def test_streamed_deltas_merge_to_the_one_shot_result(case: Case) -> None:
             else:
                 assert call.index in ids  # later deltas: fragments of a call already named
     assert sorted(ids) == list(range(len(ids)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_any_grouping_of_the_tokens_streams_the_same(data: st.DataObject) -> None:
+    """vLLM hands the parser as many tokens per step as the engine produced (speculative
+    decoding, slow clients): any grouping merges to the same result."""
+    case = data.draw(st.sampled_from(CASES), label="case")
+    prompt, steps = token_steps(case)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(steps) - 1))), label="cuts"))
+    groups = [steps[a:b] for a, b in zip([0, *cuts], [*cuts, len(steps)], strict=True)]
+    groups = [group for group in groups if group]
+    cls = ours(case.entry)
+    request = vllm_request(case)
+    parser = cls(tokenizer_of(case), request.tools)
+    request = parser.adjust_request(request)
+    deltas = []
+    for number, group in enumerate(groups):
+        text = "".join(piece for piece, _ in group)
+        ids = [token for _, piece_ids in group for token in piece_ids]
+        last = number == len(groups) - 1
+        delta = parser.parse_delta(text, ids, request, prompt, finished=last)
+        if delta is not None:
+            deltas.append(delta)
+    assert without_cut_calls(merge_vllm(deltas)) == vllm_once(cls, case)
+
+
+def tokenizer_of(case: Case) -> object:
+    from engine_cases import tokenizer
+
+    return tokenizer(case.entry)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: f"{case.entry}/{case.name}")
@@ -176,3 +218,34 @@ print(cls.tool_parser_cls.source)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == "hermes"
+
+
+def test_rtc_compiles_the_served_tokenizers_template() -> None:
+    """`rtc` alone: the tokenizer's `response_template` (here hermes's, a catalog match)."""
+    import copy
+
+    from engine_cases import tokenizer
+
+    case = next(case for case in cases("hermes") if "two parallel" in case.name)
+    served = copy.deepcopy(tokenizer("hermes"))
+    served.response_template = template_of(parser_for("hermes"))
+    from vllm.parser.parser_manager import ParserManager
+
+    def compose(tok: object) -> Any:
+        return ParserManager.get_parser(
+            tool_parser_name="rtc",
+            reasoning_parser_name="rtc",
+            enable_auto_tools=True,
+            tokenizer=tok,
+        )
+
+    cls = compose(served)
+    request = vllm_request(case)
+    parser = cls(served, request.tools)
+    parser.set_prompt_token_ids(served.encode(case.prefix, add_special_tokens=False))
+    reasoning, content, calls = parser.parse(case.output, request, enable_auto_tools=True)
+    got = normal(reasoning, content, [(call.name, call.arguments) for call in calls or ()])
+    assert got == vllm_once(ours("hermes"), case)
+    assert len(got["tool_calls"]) == 2
+    with pytest.raises(TypeError, match="response_template"):  # at server start
+        compose(tokenizer("hermes"))
