@@ -235,7 +235,9 @@ class ReasoningStream:
     Fed the whole output; `ended` turns true once the thinking region has closed, or a
     region other than thinking has opened (an output without thinking). From then on
     `feed` returns the output's raw text after the thinking region as content, delimiters
-    of later regions included, for the tool half to parse.
+    of later regions included, for the tool half to parse (with no prompt). When the prompt
+    itself left a region other than thinking open, the text handed on starts with that
+    region's open delimiter as the prompt has it, which opens it again for the tool half.
     """
 
     def __init__(self, parser: type[Any], prefix: str = "") -> None:
@@ -251,22 +253,44 @@ class ReasoningStream:
         self.start: int | None = None  # where that text starts, found once thinking ended
         self.finished = False
         self.saw_thinking = False  # a thinking region opened (in the prompt or the output)
-        self._scan(self.parser.initial_events, initial=True)
+        self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
+        self.lead = ""  # prompt text handed on before the output (see the class doc)
+        still_open = self._scan(self.parser.initial_events, initial=True)
+        if still_open is not None:
+            self.ended = True
+            self.lead = self._reopener(prefix, still_open)
         self.adapter.convert(self.parser.initial_events)
 
-    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> None:
-        """Track the end of thinking (a region the prompt opened does not end it)."""
+    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> str | None:
+        """Track the end of thinking; return the region other than thinking left open."""
+        other_open: str | None = None
         for event in events:
             field_name, kind = event.get("field"), event.get("type")
             if field_name == THINKING:
                 if kind == "region_open":
                     self.saw_thinking = True
+                elif kind == "region_chunk" and not initial:
+                    self.thought += event["text"]
                 elif kind == "region_close":
                     self.ended = self.ended or not initial
                     # thinking the prompt opened and closed is no thinking of the output
                     self.saw_thinking = self.saw_thinking and not initial
-            elif kind == "region_open" and not initial:
-                self.ended = True
+            elif kind == "region_open":
+                self.ended = self.ended or not initial
+                other_open = field_name if isinstance(field_name, str) else None
+            elif kind == "region_close":
+                other_open = None
+        return other_open
+
+    def _reopener(self, prefix: str, field_name: str) -> str:
+        """The prompt from the last open delimiter of `field_name` on ("" for a region that
+        opens without one, which the tool half opens by itself)."""
+        spec = self.template.get("fields", {}).get(field_name) or {}
+        opener = _alternatives(spec, "open")
+        last = None
+        for last in opener.finditer(prefix) if opener is not None else ():
+            pass
+        return prefix[last.start() :] if last is not None else ""
 
     def feed(self, text: str) -> Delta:
         self.text += text
@@ -287,6 +311,7 @@ class ReasoningStream:
         if self.ended:
             return self._rest()
         message, events = self.parser.finalize()
+        self._scan(events)
         delta = self._reasoning(events)
         delta.content = self._rest(whole=THINKING not in message).content
         return delta
@@ -300,25 +325,32 @@ class ReasoningStream:
             self.start = 0 if whole else self.after_thinking()
         rest = self.text[self.start + self.sent :]
         self.sent += len(rest)
-        return Delta(content=rest)
+        lead, self.lead = self.lead, ""
+        return Delta(content=lead + rest)
 
     def after_thinking(self) -> int:
         """Where the raw text after the thinking region starts in the output.
 
-        Without a thinking region, at 0. With one, after its close delimiter: the first
-        close after an open delimiter in the output, or the first close at all when the
-        prompt opened the thinking (no open delimiter before that close).
+        Without a thinking region, at 0. With one, where its close delimiter ends: the
+        region's raw text (the parser's chunks) starts after the first open delimiter of the
+        output, or at 0 when the prompt opened it; whichever of the two the output really
+        has there. The close delimiter is matched right after that text (nothing matches
+        there when it began in the prompt: then the rest starts where the thinking ended).
         """
-        if not self.saw_thinking or self.close is None:
+        if not self.saw_thinking:
             return 0
-        opened = self.open.search(self.text) if self.open is not None else None
-        closed = self.close.search(self.text)
-        if opened is not None and (closed is None or opened.start() <= closed.start()):
-            closed = self.close.search(self.text, opened.end())
+        text, thought = self.text, self.thought
+        begin = 0
+        opened = self.open.search(text) if self.open is not None else None
+        if opened is not None and text.startswith(thought, opened.end()):
+            begin = opened.end()
+        elif not text.startswith(thought):
+            return len(text)  # not found as the parser cut it: hand nothing on twice
+        end = begin + len(thought)
+        closed = self.close.match(text, end) if self.close is not None else None
         if closed is not None:
             return closed.end()
-        # Closed by the parser but not in the output: the close began in the prompt.
-        return 0 if self.ended else len(self.text)
+        return end if self.ended else len(text)
 
 
 def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:

@@ -236,6 +236,7 @@ class RtcReasoningParser(ReasoningParser):
         super().__init__(tokenizer, *args, **kwargs)
         self.parser = _parser(self.source, tokenizer)
         self.prefix = ""
+        self.prompt_ids: list[int] | None = None
         self.stream: ReasoningStream | None = None
 
     @property
@@ -255,12 +256,21 @@ class RtcReasoningParser(ReasoningParser):
         return value if isinstance(value, str) else None
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        self.prompt_ids = list(prompt_token_ids)
         self.prefix = _decode(self.model_tokenizer, prompt_token_ids)
         self.stream = None
 
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
         """Whether the text of `input_ids` (a prompt, or a prompt and output) has left the
-        thinking: a thinking region closed, or another region opened, after the last anchor."""
+        thinking: a thinking region closed, or another region opened, after the last anchor.
+
+        Not for the prompt this parser was given, when that prompt opened a region with an
+        open delimiter (a content channel): the tool half needs the delimiter, which only
+        this half can hand on, so vLLM must run it (it asks right after set_prompt_token_ids).
+        """
+        if self.prompt_ids is not None and list(input_ids) == self.prompt_ids:
+            if ReasoningStream(self.parser, self.prefix).lead:
+                return False
         try:
             events = self.parser(_decode(self.model_tokenizer, input_ids)).initial_events
         except Exception:

@@ -159,3 +159,29 @@ def normal(reasoning: Any, content: Any, calls: list[tuple[str | None, str]]) ->
         "content": (content or "").strip(),
         "tool_calls": parsed,
     }
+
+
+def repeated_thinking(entry: str, output: str) -> bool:
+    """A template whose thinking repeats (interleaved), and an output with two segments:
+    the reasoning half ends at the first segment's close (a known limit, docs/serving.md)."""
+    import importlib
+
+    template = json.loads((ROOT / "templates_catalog" / f"{entry}.json").read_text("utf-8"))
+    thinking = template["response_template"]["fields"].get("thinking") or {}
+    if not thinking.get("repeats"):
+        return False
+    parser = importlib.import_module(f"generated.{entry}").Parser("", on_error="content")
+    events = [*parser.feed(output), *parser.finalize()[1]]
+    opened = [e for e in events if e["type"] == "region_open" and e["field"] == "thinking"]
+    return len(opened) > 1
+
+
+def known_limits(all_cases: list[Case]) -> list[Any]:
+    """Cases as pytest params, the known limit marked as a strict xfail."""
+    import pytest
+
+    mark = pytest.mark.xfail(strict=True, reason="repeated thinking: docs/serving.md")
+    return [
+        pytest.param(case, marks=mark) if repeated_thinking(case.entry, case.output) else case
+        for case in all_cases
+    ]
