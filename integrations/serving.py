@@ -287,10 +287,8 @@ class ReasoningStream:
         opens without one, which the tool half opens by itself)."""
         spec = self.template.get("fields", {}).get(field_name) or {}
         opener = _alternatives(spec, "open")
-        last = None
-        for last in opener.finditer(prefix) if opener is not None else ():
-            pass
-        return prefix[last.start() :] if last is not None else ""
+        starts = [match.start() for match in opener.finditer(prefix)] if opener else []
+        return prefix[starts[-1] :] if starts else ""
 
     def feed(self, text: str) -> Delta:
         self.text += text
