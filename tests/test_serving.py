@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engine_cases import repeated_thinking
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine_cases import repeated_thinking
 from integrations.serving import (
     Delta,
     ReasoningStream,
