@@ -232,6 +232,12 @@ def main() -> None:
             per_peer = theirs[2] / ROUNDS / len(steps) * 1e6
             once_ours = mine[3] / ROUNDS * 1e6
             once_peer = theirs[3] / ROUNDS * 1e6
+            for key in keys:
+                mode, field = key.split(":") if ":" in key else ("once", key)
+                index = 0 if mode == "stream" else 1
+                print(
+                    f"  {key}: ours {mine[index][field]!r:.120} | {peer} {theirs[index][field]!r:.120}"
+                )
             print(
                 f"{peer:7} answers {agree}{' ' + str(keys) if keys else ''}; per chunk: ours "
                 f"{per_ours:.1f} us, {peer} {per_peer:.1f} us, ratio {per_peer / per_ours:.2f}; "

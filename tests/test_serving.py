@@ -72,8 +72,7 @@ def two_halves(entry: str, prefix: str, output: str, cuts: list[int]) -> dict[st
     for piece in [*pieces, None]:
         step = reasoning.feed(piece) if piece is not None else reasoning.finish()
         total.reasoning += step.reasoning
-        if step.content:
-            total.add_chunks([])  # nothing: content is the tool half's
+        if step.content:  # the text after the thinking: the tool half's input
             merge(total, tools.feed(step.content))
     merge(total, tools.finish())
     return summary(total.reasoning, total.content, [(c.name, c.arguments) for c in total.calls])
