@@ -251,3 +251,27 @@ def test_rtc_compiles_the_served_tokenizers_template() -> None:
     assert len(got["tool_calls"]) == 2
     with pytest.raises(TypeError, match="response_template"):  # at server start
         compose(tokenizer("hermes"))
+
+
+def test_vllm_serve_argument_checks_accept_the_names() -> None:
+    """What `vllm serve` runs on its arguments before starting (the start itself needs a GPU:
+    here vLLM's argument parser stops at "Failed to infer device type")."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from vllm.entrypoints.common.cli_args import init_parser_plugin, validate_api_server_args
+
+    def args(tool: str, reasoning: str) -> Namespace:
+        return Namespace(
+            tool_parser_plugin="integrations.vllm",
+            reasoning_parser_plugin="integrations.vllm",
+            enable_auto_tool_choice=True,
+            tool_call_parser=tool,
+            structured_outputs_config=SimpleNamespace(reasoning_parser=reasoning),
+        )
+
+    init_parser_plugin(args("rtc-qwen3_coder", "rtc-qwen3_coder"))
+    validate_api_server_args(args("rtc-qwen3_coder", "rtc-qwen3_coder"))
+    validate_api_server_args(args("rtc-gpt_oss", "rtc-deepseek_r1"))
+    with pytest.raises(KeyError, match="rtc-no_such_entry"):
+        validate_api_server_args(args("rtc-no_such_entry", "rtc-qwen3"))
