@@ -275,3 +275,21 @@ def test_vllm_serve_argument_checks_accept_the_names() -> None:
     validate_api_server_args(args("rtc-gpt_oss", "rtc-deepseek_r1"))
     with pytest.raises(KeyError, match="rtc-no_such_entry"):
         validate_api_server_args(args("rtc-no_such_entry", "rtc-qwen3"))
+
+
+@needs_sglang
+def test_sglang_plugin_entry_point_registers_before_argument_parsing() -> None:
+    """`sglang serve` runs load_plugins() (the sglang.srt.plugins entry points), then takes
+    its --tool-call-parser / --reasoning-parser choices from the registries."""
+    import subprocess
+    import sys
+
+    script = """
+from sglang.srt.plugins import load_plugins
+load_plugins()
+from sglang.srt.server_args import _reasoning_parser_choices, _tool_call_parser_choices
+print("rtc-qwen3_coder" in _tool_call_parser_choices(), "rtc-kimi_k2" in _reasoning_parser_choices())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["True", "True"]
