@@ -107,7 +107,6 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     name,
                     spec.ordered,
                     rank=rank,
-                    holdback=spec.holdback,
                     can_extend=spec.can_extend,
                 )
             )
@@ -120,7 +119,6 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     regex.compile(spec.pattern, regex.DOTALL),
                     rank=rank,
                     prefix=prof.literal_prefix,
-                    prefix_holdback=prof.prefix_holdback,
                     memo=prof.analysed,
                 )
             )
