@@ -256,7 +256,9 @@ class ReasoningStream:
         self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
         self.lead = ""  # prompt text handed on before the output (see the class doc)
         still_open = self._scan(self.parser.initial_events, initial=True)
-        if still_open is not None:
+        if THINKING not in self.template.get("fields", {}):
+            self.ended = True  # no thinking to wait for: all of the output is the rest
+        elif still_open is not None:
             self.ended = True
             self.lead = self._reopener(prefix, still_open)
         self.adapter.convert(self.parser.initial_events)

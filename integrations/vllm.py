@@ -312,9 +312,25 @@ class RtcReasoningParser(ReasoningParser):
         return _delta_message(self.stream.feed(delta_text))
 
     def finish_streaming(self) -> Any:
+        """The end of the stream, or of the reasoning (vLLM asks at that transition too).
+
+        At the end of a stream whose reasoning never ended (its first region stayed held,
+        or the output stopped inside the thinking), vLLM sends what this returns as it is,
+        without a tool phase: the text handed on is parsed here by a tool half of its own.
+        """
         if self.stream is None:
             return None
-        return _delta_message(self.stream.finish())
+        ended = self.stream.ended
+        delta = self.stream.finish()
+        if not ended and delta.content:
+            tools = ResponseStream(without_thinking(self.parser), call_id=_call_id)
+            rest = tools.feed(delta.content)
+            end = tools.finish()
+            delta.content = rest.content + end.content
+            delta.calls = rest.calls
+            for part in end.calls:
+                RtcToolParser._merge(delta, part)
+        return _delta_message(delta)
 
 
 def register(source: Any, name: str) -> tuple[type[Any], type[Any]]:

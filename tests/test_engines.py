@@ -15,7 +15,16 @@ import pytest
 
 pytest.importorskip("vllm", reason="vllm is not installed here: run `make test-engines`")
 
-from engine_cases import COUNTERPARTS, Case, cases, known_limits, normal, tools_for
+from engine_cases import (
+    COUNTERPARTS,
+    Case,
+    cases,
+    generated_message,
+    known_limits,
+    normal,
+    squash,
+    tools_for,
+)
 from engine_drivers import (
     merge_vllm,
     token_steps,
@@ -133,25 +142,13 @@ def tokenizer_of(case: Case) -> object:
 @pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: f"{case.entry}/{case.name}")
 def test_one_shot_result_is_the_compiled_parsers_message(case: Case) -> None:
     """Through vLLM's two-phase split, the message is what the parser alone makes of the
-    output under the server policy."""
-    message = parser_for(case.entry).parse(
-        case.output, prefix=case.prefix, tools=tools_for(case.entry) or None, on_error="content"
-    )
-    calls = message.get("tool_calls") or []
-    calls = [call for item in calls for call in (item if isinstance(item, list) else [item])]
-    expected = normal(
-        message.get("thinking") if isinstance(message.get("thinking"), str) else None,
-        message.get("content") if isinstance(message.get("content"), str) else None,
-        [
-            (call["function"]["name"], json.dumps(call["function"].get("arguments", {})))
-            for call in calls
-            if isinstance(call, dict) and isinstance(call.get("function"), dict)
-        ],
-    )
+    output under the server policy (less what the prompt itself wrote, see generated_message)."""
+    tools = tools_for(case.entry) or None
+    expected = generated_message(case.entry, case.prefix, case.output, tools)
     got = vllm_once(ours(case.entry), case)
-    assert got["tool_calls"] == expected["tool_calls"]
-    assert got["reasoning"] == expected["reasoning"]
-    assert got["content"] == expected["content"]
+    assert [(name, value) for name, value in got["tool_calls"]] == expected["tool_calls"]
+    assert squash(got["reasoning"]) == expected["reasoning"]
+    assert squash(got["content"]) == expected["content"]
 
 
 # -- SGLang ---------------------------------------------------------------------------
