@@ -8,7 +8,6 @@ bench/engines.py lists every disagreement with vLLM's own parsers, classified.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest

@@ -38,21 +38,6 @@ CASES = [
 ]
 
 
-def expected(entry: str, prefix: str, output: str) -> dict[str, Any]:
-    message = parser_for(entry).parse(output, prefix=prefix, on_error="content")
-    calls = message.get("tool_calls") or []
-    calls = [call for item in calls for call in (item if isinstance(item, list) else [item])]
-    return summary(
-        message.get("thinking"),
-        message.get("content"),
-        [
-            (call["function"]["name"], call["function"].get("arguments", {}))
-            for call in calls
-            if isinstance(call, dict) and isinstance(call.get("function"), dict)
-        ],
-    )
-
-
 def summary(thinking: Any, content: Any, calls: list[tuple[Any, Any]]) -> dict[str, Any]:
     def text(value: Any) -> str:
         return value.strip() if isinstance(value, str) else ""
