@@ -97,7 +97,7 @@ $(ENGINES_STAMP): requirements/engines.txt pyproject.toml
 ## (writes bench/engines.txt: where our parsers and the engines' own disagree)
 test-engines: $(ENGINES_STAMP)
 	set -o pipefail; $(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py \
-		| tail -n 3 | tee bench/engines-tests.txt
+		| tail -n 1 | tee bench/engines-tests.txt
 	$(ENGINES_PY) bench/engines.py > bench/engines.txt 2> /dev/null  # the peers log their own failures
 
 ## make bench-peers: our plugins vs vLLM's and SGLang's own parsers in their serving paths,
