@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch clean-venv
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -76,3 +76,32 @@ bench-batch: $(EXTRAS_STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
+
+## The engines virtualenv: vLLM and SGLang (--no-deps) with what their parser modules import,
+## CPU torch, and this package (editable). Not part of .venv: the engines are optional.
+ENGINES_VENV := .venv-engines
+ENGINES_PY := $(ENGINES_VENV)/bin/python
+ENGINES_STAMP := $(ENGINES_VENV)/.installed
+SHELL := /bin/bash
+
+$(ENGINES_STAMP): requirements/engines.txt pyproject.toml
+	test -x $(ENGINES_PY) || $(PYTHON) -m venv $(ENGINES_VENV)
+	$(ENGINES_PY) -m pip install --quiet --upgrade pip
+	$(ENGINES_PY) -m pip install --quiet torch==2.13.0
+	$(ENGINES_PY) -m pip install --quiet -r requirements/engines.txt
+	$(ENGINES_PY) -m pip install --quiet --no-deps vllm==0.33.0 sglang==0.5.23
+	$(ENGINES_PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+## make test-engines: the vLLM and SGLang plugins against the real packages
+## (writes bench/engines.txt: where our parsers and the engines' own disagree)
+test-engines: $(ENGINES_STAMP)
+	set -o pipefail; $(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py \
+		| tail -n 1 | tee bench/engines-tests.txt
+	$(ENGINES_PY) bench/engines.py > bench/engines.txt 2> /dev/null  # the peers log their own failures
+
+## make bench-peers: our plugins vs vLLM's and SGLang's own parsers in their serving paths,
+## same outputs, answers checked; per-chunk and one-shot time ratios (writes bench/peers.txt)
+bench-peers: $(ENGINES_STAMP)
+	$(ENGINES_PY) bench/peers.py > bench/peers.txt
+	cat bench/peers.txt

@@ -1,0 +1,361 @@
+"""Engine-neutral streaming for serving-engine plugins (vLLM, SGLang).
+
+Serving engines split output parsing in two: a reasoning parser that separates the thinking
+from the rest, then a tool parser that separates content from tool calls in that rest. The
+compiled parsers parse a whole message in one pass, so each half is one compiled parser run
+with the server policy (`on_error="content"`: a call that does not parse reaches the client
+as content, as the engines' own parsers do):
+
+- `ResponseStream` (the tool half): text in, `Delta`s out, built from the Chat Completions
+  deltas of `runtime.openai.CompletionStream` (content, reasoning under either key name,
+  tool calls with stable index and id, arguments whole or as fragments, whichever that
+  module sends);
+- `ReasoningStream` (the reasoning half): the thinking as reasoning deltas until the thinking
+  region ends, then the raw text after it, for the tool half.
+
+`parser_for` resolves a catalog entry name, a template dict or a template path to a Parser
+class. Nothing here imports an engine; `integrations.vllm` and `integrations.sglang` adapt
+these to each engine's classes.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import secrets
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import regex
+
+from runtime.openai import ChunkAdapter, CompletionStream, template_of
+
+THINKING = "thinking"
+REASONING_KEYS = ("reasoning", "reasoning_content")
+# The server policy: a region that fails to parse is routed into content, nothing raises.
+ON_ERROR = "content"
+
+
+def catalog_names() -> list[str]:
+    """The catalog entries that have a generated module, sorted."""
+    import templates_catalog
+
+    return sorted(templates_catalog.names())
+
+
+def parser_for(source: Any) -> type[Any]:
+    """The Parser class for a catalog entry name, a template dict, or a template file path.
+
+    A name resolves to `generated.NAME.Parser`; a dict (a template, a catalog entry or a
+    tokenizer_config.json with a `response_template`) or a path to the catalog module with
+    the same template hash, else a class compiled just in time.
+    """
+    if isinstance(source, str) and not source.endswith(".json") and "/" not in source:
+        import importlib
+
+        module = importlib.import_module(f"generated.{source}")
+        parser: type[Any] = module.Parser
+        return parser
+    from integrations.transformers import parser_class
+
+    template = source
+    if isinstance(source, (str, Path)):
+        template = json.loads(Path(source).read_text(encoding="utf-8"))
+    if isinstance(template, dict) and isinstance(template.get("response_template"), dict):
+        template = template["response_template"]
+    return parser_class(template)
+
+
+_REDUCED: dict[type[Any], type[Any]] = {}
+
+
+def without_thinking(parser: type[Any]) -> type[Any]:
+    """The parser of the same template less its thinking field: the tool half's parser.
+
+    The tool half sees the text after the thinking (the reasoning half took that), or, with
+    no reasoning half, the whole output, whose thinking markup then stays content, as the
+    engines keep it without a reasoning parser. Compiled just in time, once per template.
+    """
+    reduced_parser = _REDUCED.get(parser)
+    if reduced_parser is None:
+        reduced_parser = _REDUCED[parser] = _reduce(parser)
+    return reduced_parser
+
+
+def _reduce(parser: type[Any]) -> type[Any]:
+    template = template_of(parser)
+    if THINKING not in template.get("fields", {}):
+        return parser
+    from compiler import TemplateError
+
+    reduced = copy.deepcopy(template)
+    del reduced["fields"][THINKING]
+    if isinstance(reduced.get("defaults"), dict):
+        reduced["defaults"].pop(THINKING, None)
+    try:
+        return parser_for(reduced)
+    except TemplateError:
+        return parser  # a template whose other fields need it: parse thinking as reasoning
+
+
+def random_call_id(index: int) -> str:
+    """An OpenAI-style tool-call id (`chatcmpl-tool-` and 32 hex digits, as vLLM makes them)."""
+    return f"chatcmpl-tool-{secrets.token_hex(16)}"
+
+
+@dataclass
+class CallDelta:
+    """One tool call's part of a delta: the first carries id and name, later ones fragments."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass
+class Delta:
+    """What one step of a stream adds: reasoning text, content text, tool-call parts."""
+
+    reasoning: str = ""
+    content: str = ""
+    calls: list[CallDelta] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.reasoning or self.content or self.calls)
+
+    def add_chunks(self, chunks: Iterable[dict[str, Any]]) -> Delta:
+        """Merge `chat.completion.chunk` deltas into this one (a call's parts into one)."""
+        for chunk in chunks:
+            delta = chunk["choices"][0]["delta"]
+            self.content += delta.get("content") or ""
+            for key in REASONING_KEYS:
+                self.reasoning += delta.get(key) or ""
+            for call in delta.get("tool_calls") or ():
+                function = call.get("function") or {}
+                part = next((c for c in self.calls if c.index == call["index"]), None)
+                if part is None:
+                    part = CallDelta(call["index"])
+                    self.calls.append(part)
+                part.id = part.id or call.get("id")
+                part.name = part.name or function.get("name")
+                part.arguments += function.get("arguments") or ""
+        return self
+
+
+def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
+    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`."""
+    if not tools:
+        return None
+    result = []
+    for tool in tools:
+        if hasattr(tool, "model_dump"):
+            tool = tool.model_dump(exclude_none=True)
+        if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+            result.append(tool)
+    return result or None
+
+
+class ResponseStream:
+    """The tool half: one response's text in, `Delta`s out.
+
+    `prefix` is the text the model continued ("" when the engine does not say); the
+    template's thinking field, if the text has one, comes out as reasoning. `call_id` gives
+    each call its id once, so a call's id is stable across its deltas and the final message.
+    `whole=True` (the engines' one-shot paths) sends each call whole at its close, so a call
+    that fails is only content; streamed, a call's first fragments may already be out when
+    it fails, and the client keeps them (runtime.openai's rule), with the raw text as content.
+    """
+
+    def __init__(
+        self,
+        parser: type[Any],
+        prefix: str = "",
+        *,
+        tools: Iterable[Any] | None = None,
+        call_id: Callable[[int], str] = random_call_id,
+        whole: bool = False,
+    ) -> None:
+        ids: dict[int, str] = {}
+
+        def stable_id(index: int) -> str:
+            if index not in ids:
+                ids[index] = call_id(index)
+            return ids[index]
+
+        instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
+        options: dict[str, Any] = {}
+        if whole and "tool_args" in inspect.signature(CompletionStream).parameters:
+            options["tool_args"] = "whole"
+        self.stream = CompletionStream(instance, call_id=stable_id, **options)
+        self.pending = Delta().add_chunks(self.stream.initial)
+        self.finished = False
+
+    def feed(self, text: str) -> Delta:
+        delta, self.pending = self.pending, Delta()
+        return delta.add_chunks(self.stream.feed(text))
+
+    def finish(self) -> Delta:
+        """Finalize once: text held back for a delimiter, and calls cut off at the end."""
+        delta, self.pending = self.pending, Delta()
+        if self.finished:
+            return delta
+        self.finished = True
+        return delta.add_chunks(self.stream.finish())
+
+    @property
+    def message(self) -> dict[str, Any] | None:
+        """The parsed message, after `finish`."""
+        return self.stream.message
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """The parse failures recovered from (empty with a runtime.openai that keeps none)."""
+        return list(getattr(self.stream, "errors", ()))
+
+
+def _alternatives(spec: dict[str, Any], kind: str) -> regex.Pattern[str] | None:
+    """The regex of a field's `open` or `close` delimiter (literal(s) or pattern)."""
+    pattern = spec.get(f"{kind}_pattern")
+    if isinstance(pattern, str):
+        return regex.compile(pattern, regex.DOTALL)
+    literal = spec.get(kind)
+    literals = [literal] if isinstance(literal, str) else list(literal or ())
+    if not literals:
+        return None
+    return regex.compile("|".join(regex.escape(text) for text in literals))
+
+
+class ReasoningStream:
+    """The reasoning half: thinking as reasoning deltas, then the raw text after it.
+
+    Fed the whole output; `ended` turns true once the thinking region has closed, or a
+    region other than thinking has opened (an output without thinking). From then on
+    `feed` returns the output's raw text after the thinking region as content, delimiters
+    of later regions included, for the tool half to parse (with no prompt). When the prompt
+    itself left a region other than thinking open, the text handed on starts with that
+    region's open delimiter as the prompt has it, which opens it again for the tool half.
+    """
+
+    def __init__(self, parser: type[Any], prefix: str = "") -> None:
+        self.template = template_of(parser)
+        self.parser = parser(prefix, on_error=ON_ERROR)
+        self.adapter = ChunkAdapter(self.template)
+        spec = self.template.get("fields", {}).get(THINKING) or {}
+        self.open = _alternatives(spec, "open")
+        self.close = _alternatives(spec, "close")
+        self.text = ""  # the output so far
+        self.ended = False
+        self.sent = 0  # how much of the text after thinking was handed on
+        self.start: int | None = None  # where that text starts, found once thinking ended
+        self.finished = False
+        self.saw_thinking = False  # a thinking region opened (in the prompt or the output)
+        self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
+        self.lead = ""  # prompt text handed on before the output (see the class doc)
+        still_open = self._scan(self.parser.initial_events, initial=True)
+        if THINKING not in self.template.get("fields", {}):
+            self.ended = True  # no thinking to wait for: all of the output is the rest
+        elif still_open is not None:
+            self.ended = True
+            self.lead = self._reopener(prefix, still_open)
+        self.adapter.convert(self.parser.initial_events)
+
+    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> str | None:
+        """Track the end of thinking; return the region other than thinking left open."""
+        other_open: str | None = None
+        for event in events:
+            field_name, kind = event.get("field"), event.get("type")
+            if field_name == THINKING:
+                if kind == "region_open":
+                    self.saw_thinking = True
+                elif kind == "region_chunk" and not initial:
+                    self.thought += event["text"]
+                elif kind == "region_close":
+                    self.ended = self.ended or not initial
+                    # thinking the prompt opened and closed is no thinking of the output
+                    self.saw_thinking = self.saw_thinking and not initial
+            elif kind == "region_open":
+                self.ended = self.ended or not initial
+                other_open = field_name if isinstance(field_name, str) else None
+            elif kind == "region_close":
+                other_open = None
+        return other_open
+
+    def _reopener(self, prefix: str, field_name: str) -> str:
+        """The prompt from the last open delimiter of `field_name` on ("" for a region that
+        opens without one, which the tool half opens by itself)."""
+        spec = self.template.get("fields", {}).get(field_name) or {}
+        opener = _alternatives(spec, "open")
+        starts = [match.start() for match in opener.finditer(prefix)] if opener else []
+        return prefix[starts[-1] :] if starts else ""
+
+    def feed(self, text: str) -> Delta:
+        self.text += text
+        if self.ended:
+            return self._rest()
+        events = self.parser.feed(text)
+        self._scan(events)
+        delta = self._reasoning(events)
+        if self.ended:
+            delta.content = self._rest().content
+        return delta
+
+    def finish(self) -> Delta:
+        """At the end of the output: the thinking still held, or the rest not yet handed on."""
+        if self.finished:
+            return Delta()
+        self.finished = True
+        if self.ended:
+            return self._rest()
+        message, events = self.parser.finalize()
+        self._scan(events)
+        delta = self._reasoning(events)
+        delta.content = self._rest(whole=THINKING not in message).content
+        return delta
+
+    def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
+        delta = Delta().add_chunks(self.adapter.convert(events))
+        return Delta(reasoning=delta.reasoning)
+
+    def _rest(self, whole: bool = False) -> Delta:
+        if self.start is None:
+            self.start = 0 if whole else self.after_thinking()
+        rest = self.text[self.start + self.sent :]
+        self.sent += len(rest)
+        lead, self.lead = self.lead, ""
+        return Delta(content=lead + rest)
+
+    def after_thinking(self) -> int:
+        """Where the raw text after the thinking region starts in the output.
+
+        Without a thinking region, at 0. With one, where its close delimiter ends: the
+        region's raw text (the parser's chunks) starts after the first open delimiter of the
+        output, or at 0 when the prompt opened it; whichever of the two the output really
+        has there. The close delimiter is matched right after that text (nothing matches
+        there when it began in the prompt: then the rest starts where the thinking ended).
+        """
+        if not self.saw_thinking:
+            return 0
+        text, thought = self.text, self.thought
+        begin = 0
+        opened = self.open.search(text) if self.open is not None else None
+        if opened is not None and text.startswith(thought, opened.end()):
+            begin = opened.end()
+        elif not text.startswith(thought):
+            return len(text)  # not found as the parser cut it: hand nothing on twice
+        end = begin + len(thought)
+        closed = self.close.match(text, end) if self.close is not None else None
+        if closed is not None:
+            return closed.end()
+        return end if self.ended else len(text)
+
+
+def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:
+    """One shot: the thinking of an output (None without one) and the raw text after it."""
+    stream = ReasoningStream(parser, prefix)
+    first, last = stream.feed(output), stream.finish()
+    reasoning = first.reasoning + last.reasoning
+    return (reasoning if stream.saw_thinking else None), first.content + last.content

@@ -1,0 +1,227 @@
+"""SGLang tool-call and reasoning detectors backed by the compiled response parsers.
+
+    sglang serve --model-path MODEL --tool-call-parser rtc-qwen3_coder \\
+        --reasoning-parser rtc-qwen3_coder
+
+SGLang runs the general plugins of the `sglang.srt.plugins` entry-point group before it
+parses its arguments; this package declares `integrations.sglang:register_all` there, so
+installing it (`pip install -e '.[sglang]'`) is enough. Importing this module registers the
+same too: for every catalog entry NAME, a `BaseFormatDetector` named `rtc-NAME` in
+`FunctionCallParser.ToolCallParserEnum` and a reasoning detector of the same name in
+`ReasoningParser.DetectorMap`. `register(template, name)` does it for any template (dict,
+or catalog entry / tokenizer_config.json path); `RTC_RESPONSE_TEMPLATE=path` registers
+`rtc-template`.
+
+As SGLang's chat serving composes them: the reasoning detector turns the thinking into
+reasoning text and hands the raw text after it on as normal text; the tool detector turns
+that into normal text and `ToolCallItem`s (the call's name first, with its ordinal as
+`tool_index`, then `parameters` as `runtime.openai.CompletionStream` sends the arguments).
+A call that does not parse stays normal text (the server policy). Plain detectors get no
+prompt from SGLang: `force_reasoning` (which SGLang sets when the chat template opened the
+thinking) stands for a prompt that ends inside the thinking region. Special tokens must
+reach the detectors: serve with `skip_special_tokens: false` in the requests (or a chat
+template that keeps them), as for SGLang's own detectors of special-token formats.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import regex
+from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
+from sglang.srt.function_call.function_call_parser import FunctionCallParser
+from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
+from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
+
+from integrations.serving import (
+    THINKING,
+    Delta,
+    ReasoningStream,
+    ResponseStream,
+    catalog_names,
+    parser_for,
+    without_thinking,
+)
+from runtime.openai import template_of
+
+PREFIX = "rtc-"
+TEMPLATE_ENV = "RTC_RESPONSE_TEMPLATE"
+TOOL_CALLS = "tool_calls"
+
+__all__ = ["PREFIX", "RtcDetector", "RtcReasoningDetector", "register", "register_all"]
+
+
+def _first_literal(spec: dict[str, Any], kind: str) -> str:
+    value = spec.get(kind)
+    value = value[0] if isinstance(value, list) and value else value
+    return value if isinstance(value, str) else ""
+
+
+def _opener(spec: dict[str, Any]) -> regex.Pattern[str] | None:
+    pattern = spec.get("open_pattern")
+    if isinstance(pattern, str):
+        return regex.compile(pattern, regex.DOTALL)
+    literal = spec.get("open")
+    literals = [literal] if isinstance(literal, str) else list(literal or ())
+    return regex.compile("|".join(map(regex.escape, literals))) if literals else None
+
+
+class RtcDetector(BaseFormatDetector):
+    """Normal text and tool calls, by one compiled parser per response (see the module doc)."""
+
+    source: Any = None
+
+    def __init__(self, tokenizer: Any = None) -> None:
+        super().__init__()
+        self.parser = without_thinking(parser_for(self.source))
+        spec = template_of(self.parser).get("fields", {}).get(TOOL_CALLS) or {}
+        self.opener = _opener(spec)
+        self.bot_token = _first_literal(spec, "open")
+        self.eot_token = _first_literal(spec, "close")
+        self.stream: ResponseStream | None = None
+
+    @classmethod
+    def parses_without_tools(cls) -> bool:
+        return True  # a call to a tool the request did not list still is a call, not text
+
+    def has_tool_call(self, text: str) -> bool:
+        """Whether the one-shot path must run: a call opens, or parsing changes the text
+        (SGLang's non-streaming serving keeps the text as is otherwise, delimiters and all)."""
+        if self.opener is None or self.opener.search(text) is not None:
+            return True
+        return self.detect_and_parse(text, []).normal_text != text
+
+    def supports_structural_tag(self) -> bool:
+        return False
+
+    def structure_info(self) -> Any:
+        raise NotImplementedError("rtc detectors give no structural tag: formats vary")
+
+    def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
+        stream = ResponseStream(self.parser, tools=tools or None, whole=True)
+        delta = stream.feed(text)
+        end = stream.finish()
+        delta.content += end.content
+        for part in end.calls:
+            same = [call for call in delta.calls if call.index == part.index]
+            if same:
+                same[0].arguments += part.arguments
+            else:
+                delta.calls.append(part)
+        return StreamingParseResult(
+            normal_text=delta.content,
+            calls=[
+                ToolCallItem(tool_index=call.index, name=call.name, parameters=call.arguments)
+                for call in delta.calls
+            ],
+        )
+
+    def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
+        if self.stream is None:
+            self.stream = ResponseStream(self.parser, tools=tools)
+        return self._result(self.stream.feed(new_text))
+
+    def finish(self, tools: list[Any]) -> StreamingParseResult:
+        if self.stream is None:
+            return StreamingParseResult()
+        return self._result(self.stream.finish())
+
+    def _result(self, delta: Delta) -> StreamingParseResult:
+        """The delta as SGLang's result, keeping the detector's per-call bookkeeping."""
+        items = []
+        for call in delta.calls:
+            while len(self.streamed_args_for_tool) <= call.index:
+                self.streamed_args_for_tool.append("")
+                self.prev_tool_call_arr.append({"name": None, "arguments": ""})
+            current: int = getattr(self, "current_tool_id", -1)
+            self.current_tool_id = max(current, call.index)
+            self.streamed_args_for_tool[call.index] += call.arguments
+            entry = self.prev_tool_call_arr[call.index]
+            entry["name"] = entry["name"] or call.name
+            entry["arguments"] = self.streamed_args_for_tool[call.index]
+            items.append(
+                ToolCallItem(tool_index=call.index, name=call.name, parameters=call.arguments)
+            )
+        sent: bool = getattr(self, "current_tool_name_sent", False)
+        self.current_tool_name_sent = bool(items) or sent
+        return StreamingParseResult(normal_text=delta.content, calls=items)
+
+
+class RtcReasoningDetector(BaseReasoningFormatDetector):
+    """Thinking as reasoning text; the raw text after it as normal text (see the module doc)."""
+
+    source: Any = None
+
+    def __init__(
+        self, stream_reasoning: bool = True, force_reasoning: bool = False, **_: Any
+    ) -> None:
+        self.parser = parser_for(self.source)
+        template = template_of(self.parser)
+        spec = template.get("fields", {}).get(THINKING) or {}
+        super().__init__(
+            _first_literal(spec, "open"),
+            _first_literal(spec, "close"),
+            force_reasoning=force_reasoning,
+            stream_reasoning=stream_reasoning,
+        )
+        self.prefix = self._opened_prefix(template) if force_reasoning else ""
+        self.stream: ReasoningStream | None = None
+        self.held = ""  # reasoning kept for one piece when not streaming it
+
+    def _opened_prefix(self, template: dict[str, Any]) -> str:
+        """A prompt that ends inside the thinking: the start anchor and the thinking opener."""
+        anchor = template.get("start_anchor") or ""
+        anchor = anchor[0] if isinstance(anchor, list) and anchor else anchor
+        return (anchor if isinstance(anchor, str) else "") + self.think_start_token
+
+    def detect_and_parse(self, text: str) -> ReasoningResult:
+        stream = ReasoningStream(self.parser, self.prefix)
+        first, last = stream.feed(text), stream.finish()
+        return ReasoningResult(
+            normal_text=first.content + last.content,
+            reasoning_text=first.reasoning + last.reasoning,
+        )
+
+    def parse_streaming_increment(self, new_text: str) -> ReasoningResult:
+        if self.stream is None:
+            self.stream = ReasoningStream(self.parser, self.prefix)
+        return self._result(self.stream.feed(new_text))
+
+    def finish(self) -> ReasoningResult:
+        if self.stream is None:
+            return ReasoningResult()
+        return self._result(self.stream.finish(), end=True)
+
+    def _result(self, delta: Delta, end: bool = False) -> ReasoningResult:
+        reasoning = delta.reasoning
+        if not self.stream_reasoning:  # one piece, once the thinking has ended
+            self.held += reasoning
+            ended = end or (self.stream is not None and self.stream.ended)
+            reasoning, self.held = (self.held, "") if ended else ("", self.held)
+        self._in_reasoning = self.stream is not None and not self.stream.ended
+        return ReasoningResult(normal_text=delta.content, reasoning_text=reasoning)
+
+
+def register(source: Any, name: str) -> tuple[type[Any], type[Any]]:
+    """Register a tool-call detector and a reasoning detector named `name` for a template
+    source (catalog name, template dict or path)."""
+    label = name.replace("-", "_")
+    tool = type(f"RtcDetector_{label}", (RtcDetector,), {"source": source})
+    reasoning = type(f"RtcReasoningDetector_{label}", (RtcReasoningDetector,), {"source": source})
+    FunctionCallParser.ToolCallParserEnum[name] = tool
+    ReasoningParser.DetectorMap[name] = reasoning
+    return tool, reasoning
+
+
+def register_all() -> None:
+    """Every catalog entry as rtc-NAME (SGLang's general-plugin hook; idempotent)."""
+    for entry in catalog_names():
+        register(entry, PREFIX + entry)
+    path = os.environ.get(TEMPLATE_ENV)
+    if path:
+        register(path, PREFIX + "template")
+
+
+register_all()

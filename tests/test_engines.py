@@ -1,0 +1,291 @@
+"""The vLLM plugin against the real vllm package (make test-engines, in .venv-engines).
+
+Skipped where vllm is not importable (the main .venv does not install it). The parsers are
+driven as vLLM's serving layer drives them (tests/engine_drivers.py); the outputs are the
+catalog fixtures, tokenized by an offline tokenizer with each format's special tokens.
+bench/engines.py lists every disagreement with vLLM's own parsers, classified.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("vllm", reason="vllm is not installed here: run `make test-engines`")
+
+from engine_cases import (
+    COUNTERPARTS,
+    Case,
+    cases,
+    generated_message,
+    known_limits,
+    normal,
+    squash,
+    tools_for,
+)
+from engine_drivers import (
+    merge_vllm,
+    token_steps,
+    vllm_once,
+    vllm_parser_class,
+    vllm_request,
+    vllm_stream,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import integrations.vllm
+from integrations.serving import catalog_names, parser_for
+from runtime.openai import template_of
+
+CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
+# Every catalog entry: our pair through vLLM's serving layer, whatever the peers support.
+ALL_CASES = known_limits([case for entry in catalog_names() for case in cases(entry)])
+
+
+def without_cut_calls(result: dict) -> dict:
+    """A streamed result less the calls whose arguments do not parse: a call that failed after
+    its first fragments went out, which a client keeps as sent (the one-shot path sends each
+    call whole, so it has none; its raw text is content in both)."""
+    calls = [call for call in result["tool_calls"] if "<unparsable>" not in call[1]]
+    return {**result, "tool_calls": calls}
+
+
+def ours(entry: str) -> object:
+    return vllm_parser_class(f"rtc-{entry}", f"rtc-{entry}", entry)
+
+
+def test_every_catalog_entry_resolves_by_name_after_importing_the_plugin() -> None:
+    from vllm.parser.parser_manager import ParserManager
+    from vllm.reasoning import ReasoningParser, ReasoningParserManager
+    from vllm.tool_parsers import ToolParser, ToolParserManager
+
+    ToolParserManager.import_tool_parser("integrations.vllm")
+    names = catalog_names()
+    assert "qwen3_coder" in names
+    for entry in names:
+        tool = ToolParserManager.get_tool_parser(f"rtc-{entry}")
+        reasoning = ReasoningParserManager.get_reasoning_parser(f"rtc-{entry}")
+        assert issubclass(tool, ToolParser) and issubclass(reasoning, ReasoningParser)
+        assert tool.source == entry == reasoning.source
+    composed = ParserManager.get_parser(
+        tool_parser_name="rtc-qwen3_coder",
+        reasoning_parser_name="rtc-qwen3_coder",
+        enable_auto_tools=True,
+    )
+    assert composed is not None and composed.tool_parser_cls.source == "qwen3_coder"
+
+
+def test_register_takes_any_template() -> None:
+    from vllm.tool_parsers import ToolParserManager
+
+    template = {
+        "fields": {
+            "thinking": {"open": "<r>", "close": "</r>"},
+            "tool_calls": {"open": "<call>", "close": "</call>", "content": "json"},
+            "content": {},
+        }
+    }
+    integrations.vllm.register(template, "rtc-test-inline")
+    assert ToolParserManager.get_tool_parser("rtc-test-inline").source is template
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_streamed_deltas_merge_to_the_one_shot_result(case: Case) -> None:
+    cls = ours(case.entry)
+    merged, deltas = vllm_stream(cls, case)
+    assert without_cut_calls(merged) == vllm_once(cls, case)
+    ids: dict[int, str] = {}
+    for delta in deltas:
+        for call in delta.tool_calls:
+            if call.id is not None:  # the first delta of a call: id and name, once
+                assert call.index not in ids and call.function.name
+                ids[call.index] = call.id
+            else:
+                assert call.index in ids  # later deltas: fragments of a call already named
+    assert sorted(ids) == list(range(len(ids)))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_any_grouping_of_the_tokens_streams_the_same(data: st.DataObject) -> None:
+    """vLLM hands the parser as many tokens per step as the engine produced (speculative
+    decoding, slow clients): any grouping merges to the same result."""
+    case = data.draw(st.sampled_from(CASES), label="case")
+    prompt, steps = token_steps(case)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(steps) - 1))), label="cuts"))
+    groups = [steps[a:b] for a, b in zip([0, *cuts], [*cuts, len(steps)], strict=True)]
+    groups = [group for group in groups if group]
+    cls = ours(case.entry)
+    request = vllm_request(case)
+    parser = cls(tokenizer_of(case), request.tools)
+    request = parser.adjust_request(request)
+    deltas = []
+    for number, group in enumerate(groups):
+        text = "".join(piece for piece, _ in group)
+        ids = [token for _, piece_ids in group for token in piece_ids]
+        last = number == len(groups) - 1
+        delta = parser.parse_delta(text, ids, request, prompt, finished=last)
+        if delta is not None:
+            deltas.append(delta)
+    assert without_cut_calls(merge_vllm(deltas)) == vllm_once(cls, case)
+
+
+def tokenizer_of(case: Case) -> object:
+    from engine_cases import tokenizer
+
+    return tokenizer(case.entry)
+
+
+@pytest.mark.parametrize("case", ALL_CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_one_shot_result_is_the_compiled_parsers_message(case: Case) -> None:
+    """Through vLLM's two-phase split, the message is what the parser alone makes of the
+    output under the server policy (less what the prompt itself wrote, see generated_message)."""
+    tools = tools_for(case.entry) or None
+    expected = generated_message(case.entry, case.prefix, case.output, tools)
+    got = vllm_once(ours(case.entry), case)
+    assert [(name, value) for name, value in got["tool_calls"]] == expected["tool_calls"]
+    assert squash(got["reasoning"]) == expected["reasoning"]
+    assert squash(got["content"]) == expected["content"]
+
+
+# -- SGLang ---------------------------------------------------------------------------
+
+
+def sglang_available() -> bool:
+    try:
+        import integrations.sglang  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+needs_sglang = pytest.mark.skipif(not sglang_available(), reason="sglang is not installed here")
+SGLANG_CASES = [case for entry, names in COUNTERPARTS.items() if names[2] for case in cases(entry)]
+
+
+@needs_sglang
+def test_every_catalog_entry_is_an_sglang_detector_after_the_plugin_hook() -> None:
+    from sglang.srt.function_call.base_format_detector import BaseFormatDetector
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
+
+    import integrations.sglang as plugin
+
+    plugin.register_all()  # what SGLang's load_plugins() calls through the entry point
+    for entry in catalog_names():
+        tool = FunctionCallParser.ToolCallParserEnum[f"rtc-{entry}"]
+        reasoning = ReasoningParser.DetectorMap[f"rtc-{entry}"]
+        assert issubclass(tool, BaseFormatDetector) and tool.source == entry
+        assert issubclass(reasoning, BaseReasoningFormatDetector) and reasoning.source == entry
+    parser = FunctionCallParser([], "rtc-qwen3_coder")
+    assert parser.detector.has_tool_call("<tool_call>\n<function=f>")
+    assert not parser.detector.has_tool_call("no call here")
+
+
+@needs_sglang
+@pytest.mark.parametrize("case", SGLANG_CASES, ids=lambda case: f"{case.entry}/{case.name}")
+def test_sglang_stream_and_one_shot_agree_and_match_vllm_plugin(case: Case) -> None:
+    from engine_drivers import sglang_once, sglang_stream
+
+    name = f"rtc-{case.entry}"
+    once = sglang_once(name, name, case)
+    assert without_cut_calls(sglang_stream(name, name, case)) == once
+    if not case.prefix.rstrip().endswith(("<think>", "[THINK]")):  # both see the prompt
+        assert once == vllm_once(ours(case.entry), case)
+
+
+def test_the_plugin_file_path_works_too() -> None:
+    """vLLM imports a plugin file under its base name, `vllm`: the file puts vLLM back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(integrations.vllm.__file__)
+    script = f"""
+from vllm.tool_parsers import ToolParserManager
+ToolParserManager.import_tool_parser({str(path)!r})
+import sys, vllm
+from vllm.parser.parser_manager import ParserManager
+assert vllm.__file__.endswith("__init__.py"), vllm.__file__
+assert sys.modules["vllm"] is vllm and vllm.tool_parsers.ToolParserManager is ToolParserManager
+cls = ParserManager.get_parser(tool_parser_name="rtc-hermes", enable_auto_tools=True)
+print(cls.tool_parser_cls.source)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "hermes"
+
+
+def test_rtc_compiles_the_served_tokenizers_template() -> None:
+    """`rtc` alone: the tokenizer's `response_template` (here hermes's, a catalog match)."""
+    import copy
+
+    from engine_cases import tokenizer
+
+    case = next(case for case in cases("hermes") if "two parallel" in case.name)
+    served = copy.deepcopy(tokenizer("hermes"))
+    served.response_template = template_of(parser_for("hermes"))
+    from vllm.parser.parser_manager import ParserManager
+
+    def compose(tok: object) -> Any:
+        return ParserManager.get_parser(
+            tool_parser_name="rtc",
+            reasoning_parser_name="rtc",
+            enable_auto_tools=True,
+            tokenizer=tok,
+        )
+
+    cls = compose(served)
+    request = vllm_request(case)
+    parser = cls(served, request.tools)
+    parser.set_prompt_token_ids(served.encode(case.prefix, add_special_tokens=False))
+    reasoning, content, calls = parser.parse(case.output, request, enable_auto_tools=True)
+    got = normal(reasoning, content, [(call.name, call.arguments) for call in calls or ()])
+    assert got == vllm_once(ours("hermes"), case)
+    assert len(got["tool_calls"]) == 2
+    with pytest.raises(TypeError, match="response_template"):  # at server start
+        compose(tokenizer("hermes"))
+
+
+def test_vllm_serve_argument_checks_accept_the_names() -> None:
+    """What `vllm serve` runs on its arguments before starting (the start itself needs a GPU:
+    here vLLM's argument parser stops at "Failed to infer device type")."""
+    from argparse import Namespace
+    from types import SimpleNamespace
+
+    from vllm.entrypoints.common.cli_args import init_parser_plugin, validate_api_server_args
+
+    def args(tool: str, reasoning: str) -> Namespace:
+        return Namespace(
+            tool_parser_plugin="integrations.vllm",
+            reasoning_parser_plugin="integrations.vllm",
+            enable_auto_tool_choice=True,
+            tool_call_parser=tool,
+            structured_outputs_config=SimpleNamespace(reasoning_parser=reasoning),
+        )
+
+    init_parser_plugin(args("rtc-qwen3_coder", "rtc-qwen3_coder"))
+    validate_api_server_args(args("rtc-qwen3_coder", "rtc-qwen3_coder"))
+    validate_api_server_args(args("rtc-gpt_oss", "rtc-deepseek_r1"))
+    with pytest.raises(KeyError, match="rtc-no_such_entry"):
+        validate_api_server_args(args("rtc-no_such_entry", "rtc-qwen3"))
+
+
+@needs_sglang
+def test_sglang_plugin_entry_point_registers_before_argument_parsing() -> None:
+    """`sglang serve` runs load_plugins() (the sglang.srt.plugins entry points), then takes
+    its --tool-call-parser / --reasoning-parser choices from the registries."""
+    import subprocess
+    import sys
+
+    script = """
+from sglang.srt.plugins import load_plugins
+load_plugins()
+from sglang.srt.server_args import _reasoning_parser_choices, _tool_call_parser_choices
+print("rtc-qwen3_coder" in _tool_call_parser_choices(), "rtc-kimi_k2" in _reasoning_parser_choices())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["True", "True"]
