@@ -1,0 +1,367 @@
+"""Tool-call arguments streamed as fragments while the call's region is still growing.
+
+A parser only parses a tool call when its region closes. A Chat Completions stream sends
+the call earlier: a first delta with the call's name, then fragments of
+`function.arguments` that the client concatenates. The fragments must add up to exactly
+the string the final message holds, `json.dumps(arguments, ensure_ascii=False)`, for every
+chunking of the output. So a fragment is sent only when it is certain to be a prefix of
+that string: this module computes, from the region's raw text so far, the longest such
+prefix (`CallArguments.certain`), and the adapter sends what it adds to what was sent.
+
+Which templates stream fragments is decided from the template alone (`plan_for`):
+- JSON calls: a `json` content parser without dialect options, no `transform_each`, and
+  a transform whose `function` is `{content}` (name and arguments are keys of the
+  body) or `{"name": ..., "arguments": ...}` with the name a capture (`{name}`) or a key
+  of the body (`{content.name}`) and the arguments the body (`{content}`) or one of its
+  keys (`{content.args}`). Members of the arguments object are sent as they complete
+  (`"key": ` as soon as the key is read), a string value character by character when no
+  tool schema can cast it, other values once complete.
+- XML-parameter calls: `xml-inline` / `x-xml-inline` (no `merge_duplicates`) whose
+  arguments are the parsed tags and whose name is a capture. A parameter is sent once its
+  tag is complete: its value is computed by the template's own close code on the text up
+  to that tag, so value parsers and tool-schema casts are the final ones.
+Every other template (transform_each lists, pythonic calls, JSON dialects, JSON-in-string
+arguments) sends each call whole at its close.
+
+Known limit: a repeated key (`{"a": 1, "a": 2}`, or a repeated XML parameter) keeps its
+first position and its last value in the parsed dict, which an earlier fragment may
+already contradict; the adapter then reports a `StreamDivergence` on its error channel.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+from .tools import coerce_tool_calls, schema_types
+
+_PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
+_WHITESPACE = " \t\n\r"
+_DECODER = json.JSONDecoder()
+# Schema types under which a string argument may be cast to something else.
+_CAST_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
+# Texts appended to a region's body to see whether an XML tag match could still change.
+_PROBES = ("\uffff", "<", "\n", " ")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one template's tool calls are streamed: `kind` "json" or "xml"."""
+
+    kind: str
+    name_capture: str | None = None  # the name is this capture of the open delimiter
+    name_key: str | None = None  # or this key of the JSON body
+    path: tuple[str, ...] = ()  # where the arguments object sits in the JSON body
+    tag_pattern: Any = None  # xml: the compiled tag pattern
+
+
+def _placeholder(value: Any) -> str | None:
+    match = _PLACEHOLDER.fullmatch(value) if isinstance(value, str) else None
+    return match.group(1) if match else None
+
+
+def plan_for(template: dict[str, Any]) -> Plan | None:
+    """The streaming plan for a template's tool calls; None sends each call at its close."""
+    field = (template.get("fields") or {}).get("tool_calls")
+    if not isinstance(field, dict) or field.get("transform_each") or field.get("x-extend"):
+        return None
+    transform = field.get("transform")
+    if not isinstance(transform, dict) or set(transform) != {"type", "function"}:
+        return None
+    if transform["type"] != "function":
+        return None
+    function = transform["function"]
+    content = field.get("content", "text")
+    args = field.get("content_args")
+    if content == "json" and not args:
+        if _placeholder(function) == "content":
+            return Plan("json", name_key="name", path=("arguments",))
+        if not isinstance(function, dict) or set(function) != {"name", "arguments"}:
+            return None
+        name, arguments = _placeholder(function["name"]), _placeholder(function["arguments"])
+        if name is None or arguments is None:
+            return None
+        arguments_path = arguments.split(".")
+        if arguments_path[0] != "content" or len(arguments_path) > 2:
+            return None
+        name_path = name.split(".")
+        if name_path[0] == "content":
+            if len(name_path) != 2:
+                return None
+            return Plan("json", name_key=name_path[1], path=tuple(arguments_path[1:]))
+        if len(name_path) != 1:
+            return None
+        return Plan("json", name_capture=name, path=tuple(arguments_path[1:]))
+    if content in ("xml-inline", "x-xml-inline") and isinstance(args, dict):
+        if args.get("merge_duplicates") or not isinstance(args.get("tag_pattern"), str):
+            return None
+        if not isinstance(function, dict) or set(function) != {"name", "arguments"}:
+            return None
+        name = _placeholder(function["name"])
+        if _placeholder(function["arguments"]) != "content" or name is None or "." in name:
+            return None
+        try:
+            pattern = regex.compile(args["tag_pattern"], regex.DOTALL)
+        except regex.error:
+            return None
+        return Plan("xml", name_capture=name, tag_pattern=pattern)
+    return None
+
+
+class _Trial:
+    """The part of a parser a generated `_close_tool_calls` uses, over a given body: the
+    template's own close code computes what a complete prefix of the body parses to."""
+
+    def __init__(self, body: str, captures: dict[str, Any], params: dict[str, Any]) -> None:
+        self._text = body
+        self._captures = captures
+        self._params = params
+        self._output: dict[str, Any] = {}
+
+    def _body(self) -> str:
+        return self._text
+
+    def _coerce(self, value: Any) -> Any:
+        return coerce_tool_calls(value, self._params) if self._params else value
+
+
+class CallArguments:
+    """The certain part of one call's name and serialised arguments, from its raw text.
+
+    `captures` are the open delimiter's named groups, `close` the parser state's close
+    function (used by the XML plan), `params` the tools' parameter schemas by tool name.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        captures: dict[str, Any],
+        close: Callable[..., Any] | None,
+        params: dict[str, dict[str, Any]],
+    ) -> None:
+        self.plan = plan
+        self.captures = dict(captures)
+        self.close = close
+        self.params = params
+        self.diverged = False  # a repeated key was seen: nothing more is certain
+
+    def name(self, body: str) -> str | None:
+        """The call's name, once it is certain."""
+        plan = self.plan
+        if plan.name_capture is not None:
+            name = self.captures.get(plan.name_capture)
+            return name if isinstance(name, str) else None
+        members, _ = _object_members(body, _skip(body, 0))
+        for key, value in members:
+            if key == plan.name_key:
+                return value if isinstance(value, str) else None
+        return None
+
+    def certain(self, body: str, name: str) -> str:
+        """The longest prefix of the final arguments string that `body` already fixes."""
+        if self.diverged:
+            return ""
+        if self.plan.kind == "xml":
+            return self._xml(body, name)
+        return self._json(body, name)
+
+    # -- JSON ------------------------------------------------------------------------------
+
+    def _json(self, body: str, name: str) -> str:
+        start = _skip(body, 0)
+        for key in self.plan.path:
+            if start >= len(body) or body[start] != "{":
+                return ""
+            members, tail = _object_members(body, start)
+            reached = any(member == key for member, _ in members)
+            if not reached and (tail is None or tail[0] != key):
+                return ""  # the key is not read yet
+            start = _locate_member(body, start, key)
+            if start is None:
+                return ""
+        if start >= len(body) or body[start] != "{":
+            return ""
+        members, tail = _object_members(body, start)
+        keys = [key for key, _ in members]
+        if len(set(keys)) != len(keys) or (tail is not None and tail[0] in keys):
+            self.diverged = True
+            return ""
+        arguments = self._cast(name, dict(members))
+        text = "{" + ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items())
+        if tail is None:
+            # Either the object is closed (then it is the whole value) or nothing follows yet.
+            if _object_closed(body, start):
+                return text + "}"
+            return text
+        key, value_start = tail
+        text += (", " if members else "") + f"{_dump(key)}: "
+        if value_start < len(body) and body[value_start] == '"' and self._uncast(name, key):
+            text += _string_prefix(body[value_start + 1 :])
+        return text
+
+    def _cast(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if not self.params:
+            return arguments
+        call = {"type": "function", "function": {"name": name, "arguments": arguments}}
+        cast = coerce_tool_calls(call, self.params)["function"]["arguments"]
+        return cast if isinstance(cast, dict) else arguments
+
+    def _uncast(self, name: str, key: str) -> bool:
+        """Whether a string value of `key` reaches the message as it is (no schema cast)."""
+        properties = self.params.get(name)
+        if not properties or key not in properties:
+            return True
+        return not _CAST_TYPES.intersection(schema_types(properties[key]))
+
+    # -- XML -------------------------------------------------------------------------------
+
+    def _xml(self, body: str, name: str) -> str:
+        pattern = self.plan.tag_pattern
+        end = _certain_end(pattern, body)
+        if end == 0 or self.close is None:
+            return ""
+        trial = _Trial(body[:end], self.captures, self.params)
+        events: list[dict[str, Any]] = []
+        try:
+            self.close(trial, events)
+        except Exception:  # the close will fail on the full body too: nothing is certain
+            return ""
+        value = events[-1].get("value") if events else None
+        function = value.get("function") if isinstance(value, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        if not isinstance(arguments, dict) or not arguments:
+            return ""
+        keys = [match.group("key") for match in pattern.finditer(body[:end])]
+        if len(set(keys)) != len(keys):
+            self.diverged = True
+            return ""
+        return "{" + ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items())
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in _WHITESPACE:
+        pos += 1
+    return pos
+
+
+def _object_members(
+    text: str, start: int
+) -> tuple[list[tuple[str, Any]], tuple[str, int] | None]:
+    """The complete members of the JSON object at `text[start]` ("{"), in order, and the
+    member being read: (key, where its value starts) once its key and colon are read.
+
+    A member is complete once its value is, and, for a number, once text follows it (more
+    digits could still come). Stops at the first text that is not JSON.
+    """
+    members: list[tuple[str, Any]] = []
+    pos = _skip(text, start + 1)
+    if pos < len(text) and text[pos] == "}":
+        return members, None
+    while pos < len(text):
+        if text[pos] != '"':
+            return members, None
+        try:
+            key, pos = json.decoder.scanstring(text, pos + 1)
+        except ValueError:
+            return members, None
+        pos = _skip(text, pos)
+        if pos >= len(text) or text[pos] != ":":
+            return members, None
+        value_start = _skip(text, pos + 1)
+        try:
+            value, end = _DECODER.raw_decode(text, value_start)
+        except ValueError:
+            return members, (key, value_start)
+        after = _skip(text, end)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and after >= len(text):
+            return members, (key, value_start)
+        members.append((key, value))
+        if after >= len(text) or text[after] == "}":
+            return members, None
+        if text[after] != ",":
+            return members, None
+        pos = _skip(text, after + 1)
+    return members, None
+
+
+def _object_closed(text: str, start: int) -> bool:
+    try:
+        value, _ = _DECODER.raw_decode(text, start)
+    except ValueError:
+        return False
+    return isinstance(value, dict)
+
+
+def _locate_member(text: str, start: int, key: str) -> int | None:
+    """Where the value of the first member `key` of the object at `start` begins."""
+    pos = _skip(text, start + 1)
+    while pos < len(text) and text[pos] == '"':
+        try:
+            member, pos = json.decoder.scanstring(text, pos + 1)
+        except ValueError:
+            return None
+        pos = _skip(text, pos)
+        if pos >= len(text) or text[pos] != ":":
+            return None
+        value_start = _skip(text, pos + 1)
+        if member == key:
+            return value_start
+        try:
+            _, end = _DECODER.raw_decode(text, value_start)
+        except ValueError:
+            return None
+        pos = _skip(text, end)
+        if pos >= len(text) or text[pos] != ",":
+            return None
+        pos = _skip(text, pos + 1)
+    return None
+
+
+def _string_prefix(raw: str) -> str:
+    """The serialised prefix of a JSON string whose raw text (after the opening quote)
+    is `raw` so far: cut before an escape that is not complete, and before a high
+    surrogate its pair may still follow."""
+    for cut in range(len(raw), max(-1, len(raw) - 7), -1):
+        try:
+            decoded = json.loads('"' + raw[:cut] + '"')
+        except ValueError:
+            continue
+        if decoded and "\ud800" <= decoded[-1] <= "\udbff":
+            decoded = decoded[:-1]
+        return _dump(decoded)[:-1]
+    return '"'
+
+
+def _matches(pattern: Any, text: str) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+    return [(match.span(), match.groupdict()) for match in pattern.finditer(text)]
+
+
+def _certain_end(pattern: Any, body: str) -> int:
+    """Where the tag matches that no continuation of `body` can change end (0 if none).
+
+    A match is taken as settled when the body followed by each probe text yields it too:
+    a match that ran to the end of the text (`\\Z`, an unfinished value) then differs.
+    """
+    settled = _matches(pattern, body)
+    for probe in _PROBES:
+        extended = _matches(pattern, body + probe)
+        count = 0
+        for mine, theirs in zip(settled, extended, strict=False):
+            if mine != theirs:
+                break
+            count += 1
+        settled = settled[:count]
+    end = 0
+    for (_, stop), _ in settled:
+        if stop <= len(body):
+            end = stop
+    return end
