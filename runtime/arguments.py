@@ -194,9 +194,8 @@ class CallArguments:
         arguments = self._cast(name, dict(members))
         text = "{" + ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items())
         if tail is None:
-            # Either the object is closed (then it is the whole value) or nothing follows yet.
-            if _object_closed(body, start):
-                return text + "}"
+            # The closing brace is left to the call's successful close, so the arguments of
+            # a call that fails after all are never valid JSON: no client runs them.
             return text
         key, value_start = tail
         text += (", " if members else "") + f"{_dump(key)}: "
@@ -291,14 +290,6 @@ def _object_members(
             return members, None
         pos = _skip(text, after + 1)
     return members, None
-
-
-def _object_closed(text: str, start: int) -> bool:
-    try:
-        value, _ = _DECODER.raw_decode(text, start)
-    except ValueError:
-        return False
-    return isinstance(value, dict)
 
 
 def _locate_member(text: str, start: int, key: str) -> int | None:
