@@ -47,6 +47,10 @@ _DECODER = json.JSONDecoder()
 _CAST_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
 # Texts appended to a region's body to see whether an XML tag match could still change.
 _PROBES = ("\uffff", "<", "\n", " ")
+# A run of a JSON string's text up to its closing quote, an incomplete escape or an error;
+# and a \u escape of a high surrogate at the end of such a run.
+_STRING_RUN = re.compile(r'(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*')
+_HIGH_SURROGATE = re.compile(r"(?:^|[^\\])(?:\\\\)*(\\u[dD][89abAB][0-9a-fA-F]{2})$")
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,25 @@ class CallArguments:
         self.close = close
         self.params = params
         self.diverged = False  # a repeated key was seen: nothing more is certain
+        # JSON: the arguments object's start, the members read and their serialised text,
+        # the member being read (its serialised start), where reading resumes.
+        self._object: int | None = None
+        self._members: dict[str, Any] = {}
+        self._text = "{"
+        self._tail = ""
+        self._pos = 0
+        self._separator = False  # a member was read: "," or "}" comes next
+        self._closed = False  # the object ended, or stopped being JSON
+        self._string_at = -1  # the string value being read: where it starts,
+        self._scanned = 0  # how far it is decoded,
+        self._partial = ""  # and its serialised prefix
+        self._name: str | None = None
+        # XML: the end of the settled tags, the body's length at the last check, the keys
+        # and serialised text of the settled tags.
+        self._settled = 0
+        self._checked = -1
+        self._keys: set[Any] = set()
+        self._xml_text = ""
 
     def name(self, body: str) -> str | None:
         """The call's name, once it is certain."""
@@ -156,11 +179,12 @@ class CallArguments:
         if plan.name_capture is not None:
             name = self.captures.get(plan.name_capture)
             return name if isinstance(name, str) else None
-        members, _ = _object_members(body, _skip(body, 0))
-        for key, value in members:
-            if key == plan.name_key:
-                return value if isinstance(value, str) else None
-        return None
+        if self._name is None:
+            members, _ = _object_members(body, _skip(body, 0))
+            for key, value in members:
+                if key == plan.name_key and isinstance(value, str):
+                    self._name = value
+        return self._name
 
     def certain(self, body: str, name: str) -> str:
         """The longest prefix of the final arguments string that `body` already fixes."""
@@ -173,35 +197,117 @@ class CallArguments:
     # -- JSON ------------------------------------------------------------------------------
 
     def _json(self, body: str, name: str) -> str:
+        """Read the arguments object's members from where the last call stopped (the body
+        only grows), so a long call costs time in proportion to its length."""
+        if self._object is None:
+            self._object = self._find_object(body)
+            if self._object is None:
+                return ""
+            self._pos = self._object + 1
+        while not self._closed:
+            pos = _skip(body, self._pos)
+            if pos >= len(body):
+                break
+            if self._separator:
+                if body[pos] == ",":
+                    self._separator = False
+                    self._pos = pos + 1
+                    continue
+                self._closed = True  # "}" ends the object; anything else fails the parse
+                break
+            if body[pos] == "}" and not self._members:
+                self._closed = True
+                break
+            member = self._member(body, pos, name)
+            if member is None:
+                break
+        return self._text + self._tail
+
+    def _find_object(self, body: str) -> int | None:
+        """Where the arguments object opens, once that is certain."""
         start = _skip(body, 0)
         for key in self.plan.path:
             if start >= len(body) or body[start] != "{":
-                return ""
+                return None
             members, tail = _object_members(body, start)
-            reached = any(member == key for member, _ in members)
-            if not reached and (tail is None or tail[0] != key):
-                return ""  # the key is not read yet
-            start = _locate_member(body, start, key)
-            if start is None:
-                return ""
+            if not any(member == key for member, _ in members) and (tail is None or tail[0] != key):
+                return None  # the key is not read yet
+            located = _locate_member(body, start, key)
+            if located is None:
+                return None
+            start = located
         if start >= len(body) or body[start] != "{":
-            return ""
-        members, tail = _object_members(body, start)
-        keys = [key for key, _ in members]
-        if len(set(keys)) != len(keys) or (tail is not None and tail[0] in keys):
-            self.diverged = True
-            return ""
-        arguments = self._cast(name, dict(members))
-        text = "{" + ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items())
-        if tail is None:
-            # The closing brace is left to the call's successful close, so the arguments of
-            # a call that fails after all are never valid JSON: no client runs them.
-            return text
-        key, value_start = tail
-        text += (", " if members else "") + f"{_dump(key)}: "
-        if value_start < len(body) and body[value_start] == '"' and self._uncast(name, key):
-            text += _string_prefix(body[value_start + 1 :])
-        return text
+            return None
+        return start
+
+    def _member(self, body: str, pos: int, name: str) -> bool | None:
+        """Read the member at `pos`: commit it if complete (True), else set the tail (None)."""
+        self._tail = ""
+        if body[pos] != '"':
+            self._closed = True  # not JSON: the parse fails, nothing more is certain
+            return None
+        try:
+            key, end = json.decoder.scanstring(body, pos + 1)
+        except ValueError:
+            return None
+        end = _skip(body, end)
+        if end >= len(body) or body[end] != ":":
+            if end < len(body):
+                self._closed = True
+            return None
+        if key in self._members:
+            self.diverged = True  # json.loads keeps the last value, at the first position
+            self._closed = True
+            return None
+        start = _skip(body, end + 1)
+        lead = (", " if self._members else "") + f"{_dump(key)}: "
+        self._tail = lead
+        if start >= len(body):
+            return None
+        if body[start] == '"':
+            value, after = self._string(body, start)
+            if value is None:
+                if self._uncast(name, key):
+                    self._tail = lead + self._partial
+                return None
+        else:
+            try:
+                value, after = _DECODER.raw_decode(body, start)
+            except ValueError:
+                return None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if _skip(body, after) >= len(body):
+                    return None  # more digits may follow
+        value = self._cast(name, {key: value})[key]
+        self._members[key] = value
+        self._text += lead + _dump(value)
+        self._tail = ""
+        self._pos = after
+        self._separator = True
+        return True
+
+    def _string(self, body: str, start: int) -> tuple[Any, int]:
+        """A string value: (its value, where it ends) once closed, else (None, -1) with
+        `_partial` its serialised prefix so far. Only the text new since the last call is
+        decoded."""
+        if self._string_at != start:
+            self._string_at, self._scanned, self._partial = start, start + 1, '"'
+        match = _STRING_RUN.match(body, self._scanned)
+        assert match is not None  # the pattern matches the empty string
+        stop = match.end()
+        if stop < len(body) and body[stop] == '"':
+            value = json.loads(body[start : stop + 1])
+            return value, stop + 1
+        piece = body[self._scanned : stop]
+        held = _HIGH_SURROGATE.search(piece)  # its low half may follow: keep it for later
+        if held is not None:
+            piece = piece[: held.start(1)]
+        elif piece and "\ud800" <= piece[-1] <= "\udbff":
+            piece = piece[:-1]
+        if piece:
+            self._partial += _dump(json.loads('"' + piece + '"'))[1:-1]
+            self._scanned += len(piece)
+        return None, -1
 
     def _cast(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if not self.params:
@@ -220,26 +326,38 @@ class CallArguments:
     # -- XML -------------------------------------------------------------------------------
 
     def _xml(self, body: str, name: str) -> str:
+        """The parameters whose tags are settled, as the template's close code parses them.
+
+        Settling is checked again once the unsettled text has grown by an eighth (or a
+        character, if shorter), so a long parameter value costs linear time overall.
+        """
+        unsettled = len(body) - self._settled
+        if len(body) - self._checked < max(1, unsettled // 8):
+            return self._xml_text
+        self._checked = len(body)
         pattern = self.plan.tag_pattern
-        end = _certain_end(pattern, body)
-        if end == 0 or self.close is None:
+        end, keys = _certain_end(pattern, body, self._settled)
+        if end <= self._settled or self.close is None:
+            return self._xml_text
+        self._settled = end
+        if len(set(keys)) != len(keys) or self._keys.intersection(keys):
+            self.diverged = True
             return ""
+        self._keys.update(keys)
         trial = _Trial(body[:end], self.captures, self.params)
         events: list[dict[str, Any]] = []
         try:
             self.close(trial, events)
         except Exception:  # the close will fail on the full body too: nothing is certain
-            return ""
+            return self._xml_text
         value = events[-1].get("value") if events else None
         function = value.get("function") if isinstance(value, dict) else None
         arguments = function.get("arguments") if isinstance(function, dict) else None
-        if not isinstance(arguments, dict) or not arguments:
-            return ""
-        keys = [match.group("key") for match in pattern.finditer(body[:end])]
-        if len(set(keys)) != len(keys):
-            self.diverged = True
-            return ""
-        return "{" + ", ".join(f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items())
+        if isinstance(arguments, dict) and arguments:
+            self._xml_text = "{" + ", ".join(
+                f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items()
+            )
+        return self._xml_text
 
 
 def _dump(value: Any) -> str:
@@ -317,42 +435,30 @@ def _locate_member(text: str, start: int, key: str) -> int | None:
     return None
 
 
-def _string_prefix(raw: str) -> str:
-    """The serialised prefix of a JSON string whose raw text (after the opening quote)
-    is `raw` so far: cut before an escape that is not complete, and before a high
-    surrogate its pair may still follow."""
-    for cut in range(len(raw), max(-1, len(raw) - 7), -1):
-        try:
-            decoded = json.loads('"' + raw[:cut] + '"')
-        except ValueError:
-            continue
-        if decoded and "\ud800" <= decoded[-1] <= "\udbff":
-            decoded = decoded[:-1]
-        return _dump(decoded)[:-1]
-    return '"'
+def _matches(pattern: Any, text: str, start: int) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+    return [(match.span(), match.groupdict()) for match in pattern.finditer(text, start)]
 
 
-def _matches(pattern: Any, text: str) -> list[tuple[tuple[int, int], dict[str, Any]]]:
-    return [(match.span(), match.groupdict()) for match in pattern.finditer(text)]
-
-
-def _certain_end(pattern: Any, body: str) -> int:
-    """Where the tag matches that no continuation of `body` can change end (0 if none).
+def _certain_end(pattern: Any, body: str, start: int) -> tuple[int, list[Any]]:
+    """Where the tag matches from `start` on that no continuation of `body` can change
+    end (`start` if none), and their keys.
 
     A match is taken as settled when the body followed by each probe text yields it too:
     a match that ran to the end of the text (`\\Z`, an unfinished value) then differs.
     """
-    settled = _matches(pattern, body)
+    settled = _matches(pattern, body, start)
     for probe in _PROBES:
-        extended = _matches(pattern, body + probe)
+        extended = _matches(pattern, body + probe, start)
         count = 0
         for mine, theirs in zip(settled, extended, strict=False):
             if mine != theirs:
                 break
             count += 1
         settled = settled[:count]
-    end = 0
-    for (_, stop), _ in settled:
-        if stop <= len(body):
-            end = stop
-    return end
+    end, keys = start, []
+    for (_, stop), groups in settled:
+        if stop > len(body):
+            break
+        end = stop
+        keys.append(groups.get("key"))
+    return end, keys

@@ -548,7 +548,7 @@ def server_events(parser_class: Any, case: dict[str, Any], output: str) -> list[
 
 def check_stream(
     name: str, case: dict[str, Any], output: str, chunks: list[str], tool_args: str
-) -> CompletionStream:
+) -> list[dict[str, Any]]:
     """Stream `output` under the server policy and check the merged deltas."""
     parser_class = importlib.import_module(f"generated.{name}").Parser
     template = load_entry(name).data["response_template"]
@@ -563,7 +563,7 @@ def check_stream(
     )
     assert unmarked(stream.message) == reference
     if overwrites(template, server_events(parser_class, case, output)):
-        return stream  # the known divergence of a repeated field without `repeats`
+        return result  # the known divergence of a repeated field without `repeats`
     merged = merge(result)
     assert merged == {"role": "assistant", **to_chat_message(stream.message, call_id=ids)}
     assert merged == {"role": "assistant", **stream.chat_message()}
@@ -573,7 +573,7 @@ def check_stream(
     assert not [e for e in stream.errors if e["error"]["type"] == "StreamDivergence"]
     reason = result[-1]["choices"][0]["finish_reason"]
     assert reason == ("tool_calls" if "tool_calls" in merged else "stop")
-    return stream
+    return result
 
 
 @pytest.mark.parametrize("name", CATALOG)
@@ -604,29 +604,27 @@ def test_truncated_at_every_position(name: str) -> None:
             check_stream(name, case, output, list(output), "fragments")
 
 
+# glm45 and glm47 open a call only once its close is in sight (their open pattern looks
+# ahead to </tool_call>): the whole body arrives at once, so nothing streams before it.
+LOOKAHEAD_OPEN = {"glm45", "glm47"}
+
+
 @pytest.mark.parametrize("name", sorted(STREAMING))
 def test_fixture_calls_stream_as_fragments(name: str) -> None:
-    """Fed a character at a time, a call with arguments sends some before its close."""
-    early = []
+    """Fed a character at a time, a call's name and some arguments go out while its body
+    is still arriving: the header and at least one fragment before the call's last delta."""
+    early = False
     for case in outputs(name):
         calls = case.get("expected", {}).get("tool_calls") or []
         if not any(call["function"].get("arguments") for call in calls):
             continue
-        stream = check_stream(name, case, case["output"], list(case["output"]), "fragments")
-        pieces: dict[int, int] = {}
-        chunks = list(stream.initial)  # check_stream consumed the stream: replay it
-        stream = CompletionStream(
-            importlib.import_module(f"generated.{name}").Parser,
-            case["prefix"],
-            tools=case.get("tools"),
-        )
-        chunks = run_stream(stream, list(case["output"]))
+        chunks = check_stream(name, case, case["output"], list(case["output"]), "fragments")
+        pieces: dict[int, list[str]] = {}
         for delta in deltas(chunks):
             for part in delta.get("tool_calls", []):
-                if part["function"].get("arguments"):
-                    pieces[part["index"]] = pieces.get(part["index"], 0) + 1
-        early.append(max(pieces.values(), default=0) >= 2)
-    assert any(early), f"{name}: no fixture call sent arguments before its close"
+                pieces.setdefault(part["index"], []).append(part["function"]["arguments"])
+        early = early or any(len([p for p in sent[1:-1] if p]) >= 1 for sent in pieces.values())
+    assert early == (name not in LOOKAHEAD_OPEN), name
 
 
 # -- the server policy, by example ---------------------------------------------------------
