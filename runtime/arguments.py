@@ -43,6 +43,8 @@ from .tools import coerce_tool_calls, schema_types
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _WHITESPACE = " \t\n\r"
 _DECODER = json.JSONDecoder()
+# The decoder's string scanner: (value, end) of the JSON string whose body starts at an index.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 # Schema types under which a string argument may be cast to something else.
 _CAST_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
 # Texts appended to a region's body to see whether an XML tag match could still change.
@@ -247,7 +249,7 @@ class CallArguments:
             self._closed = True  # not JSON: the parse fails, nothing more is certain
             return None
         try:
-            key, end = json.decoder.scanstring(body, pos + 1)
+            key, end = _scanstring(body, pos + 1)
         except ValueError:
             return None
         end = _skip(body, end)
@@ -370,9 +372,7 @@ def _skip(text: str, pos: int) -> int:
     return pos
 
 
-def _object_members(
-    text: str, start: int
-) -> tuple[list[tuple[str, Any]], tuple[str, int] | None]:
+def _object_members(text: str, start: int) -> tuple[list[tuple[str, Any]], tuple[str, int] | None]:
     """The complete members of the JSON object at `text[start]` ("{"), in order, and the
     member being read: (key, where its value starts) once its key and colon are read.
 
@@ -387,7 +387,7 @@ def _object_members(
         if text[pos] != '"':
             return members, None
         try:
-            key, pos = json.decoder.scanstring(text, pos + 1)
+            key, pos = _scanstring(text, pos + 1)
         except ValueError:
             return members, None
         pos = _skip(text, pos)
@@ -415,7 +415,7 @@ def _locate_member(text: str, start: int, key: str) -> int | None:
     pos = _skip(text, start + 1)
     while pos < len(text) and text[pos] == '"':
         try:
-            member, pos = json.decoder.scanstring(text, pos + 1)
+            member, pos = _scanstring(text, pos + 1)
         except ValueError:
             return None
         pos = _skip(text, pos)

@@ -272,7 +272,9 @@ class ChunkAdapter:
         fields = template.get("fields", {})
         defaults = template.get("defaults") or {}
         self._text = {
-            name: _TextField(fields[name], defaults.get(name)) for name in self.keys if name in fields
+            name: _TextField(fields[name], defaults.get(name))
+            for name in self.keys
+            if name in fields
         }
         self.plan = plan_for(template) if tool_args == "fragments" else None
         self.tool_params = tool_params or {}

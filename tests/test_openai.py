@@ -759,8 +759,10 @@ def test_json_fragments() -> None:
 
 
 def test_string_fragments_split_escapes_safely() -> None:
-    call = '<tool_call>{"name": "f", "arguments": {"s": "a\\n\\u00e9\\ud83d\\ude00\\"b"}}</tool_call>'
-    expected = json.dumps({"s": "a\né😀\"b"}, ensure_ascii=False)
+    call = (
+        '<tool_call>{"name": "f", "arguments": {"s": "a\\n\\u00e9\\ud83d\\ude00\\"b"}}</tool_call>'
+    )
+    expected = json.dumps({"s": 'a\né😀"b'}, ensure_ascii=False)
     stream = CompletionStream(generated.hermes.Parser, "")
     sent = ""
     for char in call:
