@@ -15,13 +15,19 @@ Which templates stream fragments is decided from the template alone (`plan_for`)
   of the body (`{content.name}`) and the arguments the body (`{content}`) or one of its
   keys (`{content.args}`). Members of the arguments object are sent as they complete
   (`"key": ` as soon as the key is read), a string value character by character when no
-  tool schema can cast it, other values once complete.
+  tool schema can cast it, other values once complete. The closing `}` waits for the
+  call's successful close, so the arguments of a call that fails after all (truncated,
+  malformed) are never valid JSON, and no client runs them by mistake.
 - XML-parameter calls: `xml-inline` / `x-xml-inline` (no `merge_duplicates`) whose
   arguments are the parsed tags and whose name is a capture. A parameter is sent once its
   tag is complete: its value is computed by the template's own close code on the text up
   to that tag, so value parsers and tool-schema casts are the final ones.
 Every other template (transform_each lists, pythonic calls, JSON dialects, JSON-in-string
-arguments) sends each call whole at its close.
+arguments) sends each call whole at its close. A call's name is sent (the call's first
+delta) as soon as it is known: at the region's open for a captured name, once the body's
+name key is read otherwise. The work per call is linear in its length: JSON is read on from
+where the last chunk stopped, and XML tags are checked again as the unsettled text grows
+by an eighth.
 
 Known limit: a repeated key (`{"a": 1, "a": 2}`, or a repeated XML parameter) keeps its
 first position and its last value in the parsed dict, which an earlier fragment may
@@ -181,8 +187,9 @@ class CallArguments:
         if plan.name_capture is not None:
             name = self.captures.get(plan.name_capture)
             return name if isinstance(name, str) else None
-        if self._name is None:
-            members, _ = _object_members(body, _skip(body, 0))
+        start = _skip(body, 0)
+        if self._name is None and start < len(body) and body[start] == "{":
+            members, _ = _object_members(body, start)
             for key, value in members:
                 if key == plan.name_key and isinstance(value, str):
                     self._name = value
