@@ -558,9 +558,11 @@ def check_stream(
     )
     result = run_stream(stream, chunks)  # never raises on model output
     assert stream.message is not None
-    reference = parser_class.parse(
-        output, prefix=case["prefix"], tools=case.get("tools"), on_error="content"
-    )
+    # The parser's own message, fed the same chunks (see test_content_policy_raw_text below).
+    parser = parser_class(case["prefix"], tools=case.get("tools"), on_error="content")
+    for chunk in chunks:
+        parser.feed(chunk)
+    reference = parser.finalize()[0]
     assert unmarked(stream.message) == reference
     if overwrites(template, server_events(parser_class, case, output)):
         return result  # the known divergence of a repeated field without `repeats`
@@ -579,18 +581,51 @@ def check_stream(
 @pytest.mark.parametrize("name", CATALOG)
 @given(data=st.data())
 def test_catalog_stream_is_the_message(name: str, data: Any) -> None:
-    """Any fixture output, whole or cut at any point, in any chunking: the stream never
-    raises, its message is the parser's (on_error="content"), and its merged deltas are
-    that message's conversion."""
+    """Any fixture output, whole, cut at any point or with a piece cut out, in any chunking:
+    the stream never raises, its message is the parser's (on_error="content"), and its
+    merged deltas are that message's conversion."""
     cases = outputs(name)
     assume(cases)
     case = data.draw(st.sampled_from(cases), label="case")
     output = case["output"]
-    cut = data.draw(st.one_of(st.just(len(output)), st.integers(0, len(output))), label="cut")
-    output = output[:cut]
+    mode = data.draw(st.sampled_from(["whole", "cut", "hole"]), label="mode")
+    if mode != "whole":  # truncated, or malformed: a piece cut out of the middle
+        start = data.draw(st.integers(0, len(output)), label="start")
+        end = len(output) if mode == "cut" else data.draw(st.integers(start, len(output)))
+        output = output[:start] + output[end:]
     chunks = data.draw(chunkings(output), label="chunks")
     tool_args = data.draw(st.sampled_from(["fragments", "whole"]), label="tool_args")
     check_stream(name, case, output, chunks, tool_args)
+
+
+@pytest.mark.xfail(strict=True, reason="core: on_error='content' raw text depends on chunking")
+def test_content_policy_raw_text_is_chunking_independent() -> None:
+    # Found by test_catalog_stream_is_the_message: a call that fails is recovered with its
+    # close delimiter `<|python_end|>` when fed whole, without it when fed a character at a
+    # time (the zero-width `(?<=\)\])\s*` close wins at the end of a chunk). runtime/parser.py
+    # is the lead's; this pins the case until it is fixed there.
+    parser_class = importlib.import_module("generated.llama4_pythonic").Parser
+    output = "<|python_start|>f(a=1)]<|python_end|><|eot|>"
+
+    def message(chunks: list[str]) -> dict[str, Any]:
+        parser = parser_class("", on_error="content")
+        for chunk in chunks:
+            parser.feed(chunk)
+        return parser.finalize()[0]
+
+    assert message([output]) == message(list(output))
+
+
+@pytest.mark.parametrize("name", CATALOG)
+def test_first_call_truncated_at_every_position(name: str) -> None:
+    """Every cut of an entry's first fixture output with tool calls, fed 7 characters at a
+    time."""
+    cases = [case for case in outputs(name) if "tool_calls" in case.get("expected", {})]
+    for case in cases[:1]:
+        for cut in range(len(case["output"]) + 1):
+            output = case["output"][:cut]
+            chunks = [output[i : i + 7] for i in range(0, len(output), 7)]
+            check_stream(name, case, output, chunks, "fragments")
 
 
 @pytest.mark.parametrize("name", ["hermes", "qwen3", "gpt_oss", "glm45", "kimi_k2"])
