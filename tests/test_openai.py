@@ -939,3 +939,80 @@ def test_async_stream_chunks() -> None:
     for index, char in enumerate(output):
         expected += stream.feed(char, [{"token": char}] if index % 2 else None)
     assert chunks == expected + stream.finish()
+
+
+# -- fragments of arbitrary JSON arguments --------------------------------------------------
+
+# Text rich in what JSON escapes: quotes, backslashes, control and astral characters.
+ESCAPED = st.text(st.sampled_from(["a", '"', "\\", "\n", "\x01", "é", "😀", "\u2028", " "]))
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+    | ESCAPED,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(
+    arguments=st.dictionaries(st.text(max_size=8) | ESCAPED, JSON_VALUES, max_size=5),
+    ensure_ascii=st.booleans(),
+    indent=st.sampled_from([None, 0, 2]),
+    data=st.data(),
+)
+def test_any_json_arguments_stream_exactly(
+    arguments: dict[str, Any], ensure_ascii: bool, indent: int | None, data: Any
+) -> None:
+    """Whatever the arguments and however the model spaces or escapes them, the fragments
+    add up to json.dumps of the parsed arguments, each a prefix of it when sent."""
+    body = json.dumps(
+        {"name": "f", "arguments": arguments}, ensure_ascii=ensure_ascii, indent=indent
+    )
+    output = f"<tool_call>{body}</tool_call>"
+    chunks = data.draw(chunkings(output), label="chunks")
+    stream = CompletionStream(generated.hermes.Parser, "")
+    final = json.dumps(arguments, ensure_ascii=False)
+    sent = ""
+    for chunk in chunks:
+        for part in call_parts(stream.feed(chunk)):
+            sent += part["function"]["arguments"]
+            assert final.startswith(sent), (sent, final)
+    sent += "".join(p["function"]["arguments"] for p in call_parts(stream.finish()))
+    assert sent == final
+    assert stream.chat_message()["tool_calls"][0]["function"]["arguments"] == final
+
+
+@given(
+    parameters=st.lists(
+        st.tuples(
+            st.from_regex(r"[a-z_]{1,6}", fullmatch=True),
+            st.text(st.sampled_from(["a", "1", " ", "\n", '"', "{", "}", "é", "<", ">"])),
+        ),
+        max_size=4,
+        unique_by=lambda pair: pair[0],
+    ),
+    data=st.data(),
+)
+def test_any_xml_parameters_stream_exactly(parameters: list[tuple[str, str]], data: Any) -> None:
+    """qwen3 and qwen3_coder XML calls with any parameter text: each fragment a prefix of
+    the final arguments, all of them together exactly it."""
+    name = data.draw(st.sampled_from(["qwen3", "qwen3_coder"]), label="entry")
+    tags = "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in parameters)
+    output = f"<tool_call>\n<function=f>\n{tags}</function>\n</tool_call>"
+    chunks = data.draw(chunkings(output), label="chunks")
+    parser_class = importlib.import_module(f"generated.{name}").Parser
+    reference = parser_class.parse(output, prefix="", on_error="content")
+    assume("parse_errors" not in reference)
+    final = to_chat_message(reference)["tool_calls"][0]["function"]["arguments"]
+    stream = CompletionStream(parser_class, "")
+    sent = ""
+    for chunk in chunks:
+        for part in call_parts(stream.feed(chunk)):
+            sent += part["function"]["arguments"]
+            assert final.startswith(sent), (sent, final)
+    sent += "".join(p["function"]["arguments"] for p in call_parts(stream.finish()))
+    assert sent == final
