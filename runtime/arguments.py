@@ -5,8 +5,8 @@ the call earlier: a first delta with the call's name, then fragments of
 `function.arguments` that the client concatenates. The fragments must add up to exactly
 the string the final message holds, `json.dumps(arguments, ensure_ascii=False)`, for every
 chunking of the output. So a fragment is sent only when it is certain to be a prefix of
-that string: this module computes, from the region's raw text so far, the longest such
-prefix (`CallArguments.certain`), and the adapter sends what it adds to what was sent.
+that string: from the region's raw text so far, `CallArguments.advance` hands out what the
+text adds to the longest such prefix, and the adapter sends it.
 
 Which templates stream fragments is decided from the template alone (`plan_for`):
 - JSON calls: a `json` content parser without dialect options, no `transform_each`, and
@@ -161,32 +161,54 @@ class CallArguments:
         self.close = close
         self.params = params
         self.diverged = False  # a repeated key was seen: nothing more is certain
+        # The call's text: `_window` holds it from offset `_base` on (JSON drops what it has
+        # read; positions below are offsets in `_window`), `_new` what came since.
+        self._window = ""
+        self._base = 0
+        self._new: list[str] = []
+        self._length = 0
         # JSON: the arguments object's start, the members read and their serialised text,
-        # the member being read (its serialised start), where reading resumes.
+        # the member being read (key, serialised start, where its value may start), where
+        # reading resumes.
         self._object: int | None = None
         self._members: dict[str, Any] = {}
-        self._text = "{"
-        self._tail = ""
+        self._out: list[str] = []  # certain text not yet handed out by advance()
+        self._current: tuple[str, str, int] | None = None
         self._pos = 0
         self._separator = False  # a member was read: "," or "}" comes next
         self._closed = False  # the object ended, or stopped being JSON
-        self._string_at = -1  # the string value being read: where it starts,
+        self._in_string = False  # the member's value is a string being read:
+        self._streamed = False  # whether it is sent as it comes (no schema may cast it),
         self._scanned = 0  # how far it is decoded,
-        self._partial = ""  # and its serialised prefix
+        self._decoded: list[str] = []  # and its text so far
         self._name: str | None = None
-        # XML: the end of the settled tags, the body's length at the last check, the keys
+        # XML: the end of the settled tags, the text's length at the last check, the keys
         # and serialised text of the settled tags.
         self._settled = 0
         self._checked = -1
         self._keys: set[Any] = set()
         self._xml_text = ""
+        self._xml_sent = 0
 
-    def name(self, body: str) -> str | None:
+    def add(self, text: str) -> None:
+        """More of the region's text."""
+        if text:
+            self._new.append(text)
+            self._length += len(text)
+
+    def _body(self) -> str:
+        if self._new:
+            self._window += "".join(self._new)
+            self._new = []
+        return self._window
+
+    def name(self) -> str | None:
         """The call's name, once it is certain."""
         plan = self.plan
         if plan.name_capture is not None:
             name = self.captures.get(plan.name_capture)
             return name if isinstance(name, str) else None
+        body = self._body()  # nothing is dropped before the name is known
         start = _skip(body, 0)
         if self._name is None and start < len(body) and body[start] == "{":
             members, _ = _object_members(body, start)
@@ -195,25 +217,63 @@ class CallArguments:
                     self._name = value
         return self._name
 
-    def certain(self, body: str, name: str) -> str:
-        """The longest prefix of the final arguments string that `body` already fixes."""
+    def advance(self, name: str) -> str:
+        """What the text so far adds to the certain prefix of the final arguments string.
+
+        The pieces handed out, concatenated, are always a prefix of that string.
+        """
         if self.diverged:
             return ""
         if self.plan.kind == "xml":
-            return self._xml(body, name)
-        return self._json(body, name)
+            text = self._xml()
+            piece = text[self._xml_sent :]
+            self._xml_sent = len(text)
+            return piece
+        self._json(self._body(), name)
+        self._drop()
+        piece = "".join(self._out)
+        self._out = []
+        return piece
+
+    def _drop(self) -> None:
+        """Drop the text JSON reading will not look at again, so each chunk costs time in
+        proportion to its own length, not the call's."""
+        if self._object is None or (self.plan.name_capture is None and self._name is None):
+            return
+        if self._current is None:
+            keep = self._pos
+        elif self._in_string:
+            keep = self._scanned
+        else:
+            keep = self._current[2]
+        if keep <= 0:
+            return
+        self._window = self._window[keep:]
+        self._base += keep
+        self._pos -= keep
+        self._scanned -= keep
+        self._object = -1  # found, and dropped
+        if self._current is not None:
+            key, lead, start = self._current
+            self._current = (key, lead, start - keep)
 
     # -- JSON ------------------------------------------------------------------------------
 
-    def _json(self, body: str, name: str) -> str:
-        """Read the arguments object's members from where the last call stopped (the body
-        only grows), so a long call costs time in proportion to its length."""
+    def _json(self, body: str, name: str) -> None:
+        """Read the arguments object's members on from where the last call stopped, and
+        put what becomes certain in `_out`: "{", each member's `"key": ` as soon as it is
+        read, then its value (a string as it comes, unless a schema may cast it)."""
         if self._object is None:
             self._object = self._find_object(body)
             if self._object is None:
-                return ""
+                return
             self._pos = self._object + 1
+            self._out.append("{")
         while not self._closed:
+            if self._current is not None:  # a member whose key is read: on with its value
+                if self._member(body, -1, name) is None:
+                    break
+                continue
             pos = _skip(body, self._pos)
             if pos >= len(body):
                 break
@@ -230,7 +290,6 @@ class CallArguments:
             member = self._member(body, pos, name)
             if member is None:
                 break
-        return self._text + self._tail
 
     def _find_object(self, body: str) -> int | None:
         """Where the arguments object opens, once that is certain."""
@@ -250,34 +309,39 @@ class CallArguments:
         return start
 
     def _member(self, body: str, pos: int, name: str) -> bool | None:
-        """Read the member at `pos`: commit it if complete (True), else set the tail (None)."""
-        self._tail = ""
-        if body[pos] != '"':
-            self._closed = True  # not JSON: the parse fails, nothing more is certain
-            return None
-        try:
-            key, end = _scanstring(body, pos + 1)
-        except ValueError:
-            return None
-        end = _skip(body, end)
-        if end >= len(body) or body[end] != ":":
-            if end < len(body):
+        """Read the member at `pos` (or go on with the current one): True once complete."""
+        if self._current is None:
+            if body[pos] != '"':
+                self._closed = True  # not JSON: the parse fails, nothing more is certain
+                return None
+            try:
+                key, end = _scanstring(body, pos + 1)
+            except ValueError:
+                return None
+            end = _skip(body, end)
+            if end >= len(body) or body[end] != ":":
+                if end < len(body):
+                    self._closed = True
+                return None
+            if key in self._members:
+                self.diverged = True  # json.loads keeps the last value, at the first position
                 self._closed = True
-            return None
-        if key in self._members:
-            self.diverged = True  # json.loads keeps the last value, at the first position
-            self._closed = True
-            return None
-        start = _skip(body, end + 1)
-        lead = (", " if self._members else "") + f"{_dump(key)}: "
-        self._tail = lead
+                return None
+            lead = (", " if self._members else "") + f"{_dump(key)}: "
+            self._current = (key, lead, end + 1)
+            self._out.append(lead)
+        key, lead, after_colon = self._current
+        start = after_colon if self._in_string else _skip(body, after_colon)
         if start >= len(body):
             return None
-        if body[start] == '"':
-            value, after = self._string(body, start)
+        if not self._in_string and body[start] == '"':
+            self._in_string, self._scanned, self._decoded = True, start + 1, []
+            self._streamed = self._uncast(name, key)
+            if self._streamed:
+                self._out.append('"')
+        if self._in_string:
+            value, after = self._string(body)
             if value is None:
-                if self._uncast(name, key):
-                    self._tail = lead + self._partial
                 return None
         else:
             try:
@@ -287,36 +351,42 @@ class CallArguments:
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 if _skip(body, after) >= len(body):
                     return None  # more digits may follow
-        value = self._cast(name, {key: value})[key]
+        if not (self._in_string and self._streamed):  # a streamed string is sent already
+            value = self._cast(name, {key: value})[key]
+            self._out.append(_dump(value))
         self._members[key] = value
-        self._text += lead + _dump(value)
-        self._tail = ""
+        self._current = None
+        self._in_string = False
         self._pos = after
         self._separator = True
         return True
 
-    def _string(self, body: str, start: int) -> tuple[Any, int]:
-        """A string value: (its value, where it ends) once closed, else (None, -1) with
-        `_partial` its serialised prefix so far. Only the text new since the last call is
-        decoded."""
-        if self._string_at != start:
-            self._string_at, self._scanned, self._partial = start, start + 1, '"'
+    def _string(self, body: str) -> tuple[Any, int]:
+        """The string value being read: (its value, where it ends) once closed, else
+        (None, -1). Only the text new since the last call is decoded; when streamed, each
+        decoded piece goes out escaped as json.dumps escapes it."""
         match = _STRING_RUN.match(body, self._scanned)
         assert match is not None  # the pattern matches the empty string
         stop = match.end()
-        if stop < len(body) and body[stop] == '"':
-            value = json.loads(body[start : stop + 1])
-            return value, stop + 1
+        closed = stop < len(body) and body[stop] == '"'
         piece = body[self._scanned : stop]
-        held = _HIGH_SURROGATE.search(piece)  # its low half may follow: keep it for later
-        if held is not None:
-            piece = piece[: held.start(1)]
-        elif piece and "\ud800" <= piece[-1] <= "\udbff":
-            piece = piece[:-1]
+        if not closed:
+            held = _HIGH_SURROGATE.search(piece)  # its low half may follow: keep it for later
+            if held is not None:
+                piece = piece[: held.start(1)]
+            elif piece and "\ud800" <= piece[-1] <= "\udbff":
+                piece = piece[:-1]
         if piece:
-            self._partial += _dump(json.loads('"' + piece + '"'))[1:-1]
+            decoded = json.loads('"' + piece + '"')
+            self._decoded.append(decoded)
+            if self._streamed:
+                self._out.append(_dump(decoded)[1:-1])
             self._scanned += len(piece)
-        return None, -1
+        if not closed:
+            return None, -1
+        if self._streamed:
+            self._out.append('"')
+        return "".join(self._decoded), stop + 1
 
     def _cast(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if not self.params:
@@ -334,16 +404,17 @@ class CallArguments:
 
     # -- XML -------------------------------------------------------------------------------
 
-    def _xml(self, body: str, name: str) -> str:
+    def _xml(self) -> str:
         """The parameters whose tags are settled, as the template's close code parses them.
 
         Settling is checked again once the unsettled text has grown by an eighth (or a
         character, if shorter), so a long parameter value costs linear time overall.
         """
-        unsettled = len(body) - self._settled
-        if len(body) - self._checked < max(1, unsettled // 8):
+        unsettled = self._length - self._settled
+        if self._length - self._checked < max(1, unsettled // 8):
             return self._xml_text
-        self._checked = len(body)
+        self._checked = self._length
+        body = self._body()
         pattern = self.plan.tag_pattern
         end, keys = _certain_end(pattern, body, self._settled)
         if end <= self._settled or self.close is None:

@@ -221,11 +221,11 @@ class _OpenCall:
     """Streaming state of one open tool-call region."""
 
     def __init__(self) -> None:
-        self.parts: list[str] = []
+        self.parts: list[str] = []  # its text, until `arguments` reads it
         self.arguments: CallArguments | None = None
         self.index: int | None = None  # set once the call's first delta is sent
         self.name = ""
-        self.sent = ""  # the arguments sent so far
+        self.sent: list[str] = []  # the argument fragments sent so far
 
 
 class ChunkAdapter:
@@ -324,7 +324,10 @@ class ChunkAdapter:
                 if kind == "region_open":
                     self._call = _OpenCall()
                 elif kind == "region_chunk" and self._call is not None:
-                    self._call.parts.append(event["text"])
+                    if self._call.arguments is None:
+                        self._call.parts.append(event["text"])
+                    else:
+                        self._call.arguments.add(event["text"])
                 elif kind == "region_close":
                     self._close_call(deltas, event["value"])
         if self._call is not None and region is not None and self.plan is not None:
@@ -357,16 +360,16 @@ class ChunkAdapter:
             call.arguments = CallArguments(
                 self.plan, region.captures, region.close, self.tool_params
             )
-        body = "".join(call.parts)
-        call.parts = [body]
+            call.arguments.add("".join(call.parts))
+            call.parts = []
         if call.index is None:
-            name = call.arguments.name(body)
+            name = call.arguments.name()
             if name is None:
                 return
             call.index, call.name = self._calls, name
             self._calls += 1
-            certain = call.arguments.certain(body, name)
-            call.sent = certain
+            piece = call.arguments.advance(name)
+            call.sent.append(piece)
             deltas.append(
                 {
                     "tool_calls": [
@@ -374,16 +377,16 @@ class ChunkAdapter:
                             "index": call.index,
                             "id": self.call_id(call.index),
                             "type": "function",
-                            "function": {"name": name, "arguments": certain},
+                            "function": {"name": name, "arguments": piece},
                         }
                     ]
                 }
             )
             return
-        certain = call.arguments.certain(body, call.name)
-        if len(certain) > len(call.sent) and certain.startswith(call.sent):
-            self._fragment(deltas, call.index, certain[len(call.sent) :])
-            call.sent = certain
+        piece = call.arguments.advance(call.name)
+        if piece:
+            call.sent.append(piece)
+            self._fragment(deltas, call.index, piece)
 
     def _fragment(self, deltas: list[dict[str, Any]], index: int, text: str) -> None:
         deltas.append({"tool_calls": [{"index": index, "function": {"arguments": text}}]})
@@ -397,10 +400,11 @@ class ChunkAdapter:
                 self._diverged(call, "the closed region is not the announced call")
                 return
             final = functions.pop(0)["arguments"]
-            if not final.startswith(call.sent):
+            sent = "".join(call.sent)
+            if not final.startswith(sent):
                 self._diverged(call, "a repeated argument key changed a value already sent")
-            if final[len(call.sent) :] and final.startswith(call.sent):
-                self._fragment(deltas, call.index, final[len(call.sent) :])
+            elif final[len(sent) :]:
+                self._fragment(deltas, call.index, final[len(sent) :])
         for function in functions:
             index = self._calls
             self._calls += 1
@@ -428,7 +432,7 @@ class ChunkAdapter:
                 # content, as the parser's policy says.
                 record["streamed_call"] = {
                     "index": call.index,
-                    "function": {"name": call.name, "arguments": call.sent},
+                    "function": {"name": call.name, "arguments": "".join(call.sent)},
                 }
                 self.partial.append(record)
         self.errors.append(record)
