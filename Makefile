@@ -6,7 +6,7 @@ BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 
-.PHONY: compile compile-all check test bench bench-hostile clean-venv
+.PHONY: compile compile-all check test bench bench-hostile bench-stream clean-venv
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ bench: $(TEST_STAMP)
 ## make bench-hostile: time per chunk on hostile outputs, and a 10 MB stream (writes bench/hostile.json)
 bench-hostile: $(TEST_STAMP)
 	$(PY) bench/hostile.py
+
+## make bench-stream: time per chunk of an OpenAI stream over one long tool call (writes bench/stream.json)
+bench-stream: $(TEST_STAMP)
+	$(PY) bench/stream.py
 
 clean-venv:
 	rm -rf $(VENV)
