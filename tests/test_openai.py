@@ -546,6 +546,47 @@ def server_events(parser_class: Any, case: dict[str, Any], output: str) -> list[
     return events + parser.finalize()[1]
 
 
+def repeats_a_key(template: dict[str, Any], events: list[dict[str, Any]]) -> bool:
+    """Whether a tool-call region's text repeats an argument key (XML tags, or JSON keys
+    at any depth)."""
+    plan = plan_for(template)
+    assert plan is not None
+    bodies: list[str] = []
+    for event in events:
+        if event.get("field") != "tool_calls":
+            continue
+        if event["type"] == "region_open":
+            bodies.append("")
+        elif event["type"] == "region_chunk":
+            bodies[-1] += event["text"]
+    for body in bodies:
+        if plan.kind == "xml":
+            keys = [match.group("key") for match in plan.tag_pattern.finditer(body)]
+            if len(keys) != len(set(keys)):
+                return True
+            continue
+        repeated = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            keys = [key for key, _ in items]
+            repeated.extend(key for key in keys if keys.count(key) > 1)
+            return dict(items)
+
+        try:
+            decode_pairs(body, pairs)
+        except ValueError:
+            pass
+        if repeated:
+            return True
+    return False
+
+
+def decode_pairs(body: str, hook: Any) -> None:
+    """Decode the JSON value at the start of `body` (what precedes a failure counts)."""
+    text = body.strip()
+    json.JSONDecoder(object_pairs_hook=hook).raw_decode(text)
+
+
 def check_stream(
     name: str, case: dict[str, Any], output: str, chunks: list[str], tool_args: str
 ) -> list[dict[str, Any]]:
@@ -567,12 +608,15 @@ def check_stream(
     if overwrites(template, server_events(parser_class, case, output)):
         return result  # the known divergence of a repeated field without `repeats`
     merged = merge(result)
+    if any(error["error"]["type"] == "StreamDivergence" for error in stream.errors):
+        # The known limit: only a call with a repeated argument key may diverge.
+        assert repeats_a_key(template, server_events(parser_class, case, output))
+        return result
     assert merged == {"role": "assistant", **to_chat_message(stream.message, call_id=ids)}
     assert merged == {"role": "assistant", **stream.chat_message()}
     if tool_args == "whole" or not stream.adapter.partial:
         # Nothing was sent of a call that then failed: the parser's own message, as is.
         assert merged == {"role": "assistant", **to_chat_message(reference, call_id=ids)}
-    assert not [e for e in stream.errors if e["error"]["type"] == "StreamDivergence"]
     reason = result[-1]["choices"][0]["finish_reason"]
     assert reason == ("tool_calls" if "tool_calls" in merged else "stop")
     return result
