@@ -565,26 +565,26 @@ def repeats_a_key(template: dict[str, Any], events: list[dict[str, Any]]) -> boo
             if len(keys) != len(set(keys)):
                 return True
             continue
-        repeated = []
-
-        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-            keys = [key for key, _ in items]
-            repeated.extend(key for key in keys if keys.count(key) > 1)
-            return dict(items)
-
-        try:
-            decode_pairs(body, pairs)
-        except ValueError:
-            pass
-        if repeated:
+        if json_repeats_a_key(body):
             return True
     return False
 
 
-def decode_pairs(body: str, hook: Any) -> None:
-    """Decode the JSON value at the start of `body` (what precedes a failure counts)."""
-    text = body.strip()
-    json.JSONDecoder(object_pairs_hook=hook).raw_decode(text)
+def json_repeats_a_key(body: str) -> bool:
+    """Whether the JSON value at the start of `body` repeats a key in an object that is
+    complete (what precedes a decoding failure counts)."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        repeated.extend(key for key in keys if keys.count(key) > 1)
+        return dict(items)
+
+    try:
+        json.JSONDecoder(object_pairs_hook=pairs).raw_decode(body.strip())
+    except ValueError:
+        pass
+    return bool(repeated)
 
 
 def check_stream(
