@@ -23,6 +23,7 @@ from .ir import (
     TextContent,
     XmlInlineContent,
 )
+from .regex_profile import literal_suffix
 
 SCALAR_PARSERS = ("text", "int", "float", "bool")
 # The exception classes a Deferred plan may name; anything else fails the build.
@@ -57,6 +58,7 @@ def lower_content(kind: str, args: Any, path: str) -> ContentPlan:
             tag_pattern=tag_pattern,
             value_parser=_value_parser(args.get("value_parser"), f"{path}.value_parser"),
             merge_duplicates=bool(args.get("merge_duplicates", False)),
+            ends_with=literal_suffix(tag_pattern),
         )
     assert kind == "kv-lines", kind
     return KvLinesContent(

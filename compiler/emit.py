@@ -131,6 +131,7 @@ class FieldNames:
             names += [
                 base,
                 f"{base}_RE",
+                f"{base}_RUNS",
                 f"{base}_HOLDBACK",
                 f"{base}_PREFIX",
                 f"{base}_PREFIX_HOLDBACK",
@@ -417,6 +418,8 @@ def _runtime_imports(
         for watch in state.plan.watches:
             used.add(watch.kind.upper())
             used.add("LiteralDelimiter" if watch.delimiter.is_literal else "RegexDelimiter")
+            if watch.profile is not None and watch.profile.runs:
+                used.add("HeldRun")
     used.add("after_last_literal" if template.start_anchor.is_literal else "after_last_match")
     for names in fields:
         f = names.field

@@ -25,6 +25,7 @@ from .ir import (
     PythonicContent,
     XmlInlineContent,
 )
+from .regex_profile import literal_suffix
 
 PARSER_ARGS: dict[str, dict[str, type | tuple[type, ...]]] = {
     "x-pythonic": {"bracketed": bool, "json_literals": bool, "accept_json": bool},
@@ -131,6 +132,7 @@ def _xml_inline(args: dict[str, Any], path: str) -> XmlInlineContent:
             (kind, _strict_value_parser(spec, f"{path}.kind_parsers.{kind}"))
             for kind, spec in sorted(kinds.items())
         ),
+        ends_with=literal_suffix(args["tag_pattern"]),
     )
 
 

@@ -90,6 +90,9 @@ class XmlInlineContent:
     merge_duplicates: bool = False
     # Extension x-xml-inline: the value parser for each text of the pattern's `kind` group.
     kind_parsers: tuple[tuple[str, ContentPlan], ...] = ()
+    # Text every tag match ends with (regex_profile.literal_suffix): the scan stops at its
+    # last occurrence, so unclosed tags after it cost nothing.
+    ends_with: str = ""
 
 
 @dataclass(frozen=True)

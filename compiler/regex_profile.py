@@ -63,11 +63,8 @@ class RegexProfile:
     # True when nothing precedes the prefix (no look-behind or anchor that could refuse a
     # position): then any piece of the prefix at the buffer's end is a partial match.
     prefix_at_start: bool = False
-    # For patterns written HEAD + a repeat of any character (or of a negated set) + an
-    # optional literal: (HEAD as a pattern, the literal, the negated set's characters or
-    # None for any character). Once HEAD has matched, such a match can only change when
-    # the literal or one of those characters arrives (see RegexDelimiter.waits).
-    tail: tuple[str, str, frozenset[str] | None] | None = None
+    # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
+    runs: tuple[Run, ...] = ()
 
     @property
     def prefix_holdback(self) -> frozenset[str]:
@@ -110,46 +107,135 @@ def profile(pattern: str) -> RegexProfile:
         first_chars=None if nullable or not chars else frozenset(chars),
         literal_prefix=_literal_prefix(items),
         prefix_at_start=bool(items) and items[0][0] is sre.LITERAL,
-        tail=_tail(pattern, items),
+        runs=_runs(pattern, items),
     )
 
 
-def _tail(pattern: str, items: list[Any]) -> tuple[str, str, frozenset[str] | None] | None:
-    """Split HEAD + (.* | .*? | [^...]* | ...+) + LITERAL off the end of a pattern."""
-    literal: list[str] = []
-    index = len(items)
-    while index and items[index - 1][0] is sre.LITERAL:
-        index -= 1
-        literal.insert(0, chr(items[index][1]))
-    if not index or items[index - 1][0] not in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+# A held match that only a known text can change (RegexDelimiter.waits): the pattern's
+# text before a repeat of one character class (HEAD), a pattern matching a run of that
+# class (None: any character), and the literal that follows the repeat ("" if the
+# pattern goes on otherwise, or ends).
+Run = tuple[str, "str | None", str]
+
+_GROUP = re.compile(r"\A\((?:\?P<\w+>|\?:)?(.*)\)\Z", re.DOTALL)
+_QUANTIFIED = re.compile(r"\A(.*?)(?:[*+]|\{(?:0|1)?,\})[?+]?\Z", re.DOTALL)
+
+
+def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
+    """Every way a held match of `pattern` can wait (see RegexDelimiter.waits).
+
+    Pattern = HEAD + R* + REST, with R one character class (or any character) repeated
+    from 0 or 1 times without bound, possibly in a group of its own. Once HEAD has
+    matched at the held position and the rest of the buffer is a run of R, the match is
+    partial (or complete at the buffer's end) and stays so while R-characters arrive,
+    provided REST is a literal (then its arrival is watched too) or cannot start with an
+    R-character. A lazy repeat with nothing after it matches empty and commits at once.
+    """
+    runs: list[Run] = []
+    for index, (op, av) in enumerate(items):
+        repeat = _single_repeat(op, av)
+        if repeat is None or index == 0 or nullable(items[:index]):
+            continue
+        lazy, body = repeat
+        rest = items[index + 1 :]
+        literal = "".join(chr(value) for _, value in rest) if _all_literal(rest) else None
+        if lazy and not rest:
+            continue
+        span = _source_span(pattern, items, index)
+        if span is None:
+            continue
+        head, text = pattern[: span[0]], pattern[span[0] : span[1]]
+        run = _run_pattern(text, body)
+        if run is False:
+            continue
+        if literal is None:
+            starts, _ = first(rest)
+            if run is None or starts is None:
+                continue  # what follows could start inside the run
+            compiled = re.compile(run, re.DOTALL)
+            if any(compiled.fullmatch(char) for char in starts):
+                continue
+            literal = ""
+        runs.append((head, run, literal))
+    return tuple(runs)
+
+
+def _single_repeat(op: Any, av: Any) -> tuple[bool, list[Any]] | None:
+    """(lazy, body) for a repeat of one character, from 0 or 1 times without bound
+    (optionally alone in a group); None otherwise."""
+    if op is sre.SUBPATTERN:
+        inner = list(av[-1])
+        return _single_repeat(*inner[0]) if len(inner) == 1 else None
+    if op not in (sre.MAX_REPEAT, sre.MIN_REPEAT):
         return None
-    op, (low, high, body) = items[index - 1]
+    low, high, body = av
     body = list(body)
-    if low > 1 or high != sre.MAXREPEAT or len(body) != 1 or (op is sre.MIN_REPEAT and not literal):
-        return None  # a lazy repeat with nothing after it matches empty and commits at once
-    (kind, value), stops = body[0], None
-    if kind is sre.NOT_LITERAL:
-        stops = frozenset({chr(value)})
-    elif (
-        kind is sre.IN
-        and value
-        and value[0][0] is sre.NEGATE
-        and all(o is sre.LITERAL for o, _ in value[1:])
-    ):
-        stops = frozenset(chr(code) for _, code in value[1:])
-    elif kind is not sre.ANY:
+    if low > 1 or high != sre.MAXREPEAT or len(body) != 1:
         return None
-    # HEAD is the pattern's own text up to the repeat: find the cut that reparses to it.
-    expected = str(items[: index - 1])
-    for cut in range(len(pattern), -1, -1):
+    if body[0][0] not in (sre.ANY, sre.LITERAL, sre.NOT_LITERAL, sre.IN):
+        return None
+    return op is sre.MIN_REPEAT, body
+
+
+def _all_literal(items: list[Any]) -> bool:
+    return all(op is sre.LITERAL for op, _ in items)
+
+
+def _source_span(pattern: str, items: list[Any], index: int) -> tuple[int, int] | None:
+    """Where item `index` is written in `pattern`: the cuts that reparse to the items."""
+    before, item = str(items[:index]), str(items[index : index + 1])
+    for cut in range(len(pattern)):
         head = parse(pattern[:cut])
-        if (
-            head is not None
-            and str(list(head)) == expected
-            and str(list(parse(pattern[cut:]) or [])) == str(items[index - 1 :])
-        ):
-            return pattern[:cut], "".join(literal), stops
+        if head is None or str(list(head)) != before:
+            continue
+        for end in range(cut + 1, len(pattern) + 1):
+            tree = parse(pattern[cut:end])
+            if tree is not None and str(list(tree)) == item:
+                return cut, end
     return None
+
+
+def _run_pattern(text: str, body: list[Any]) -> str | None | bool:
+    """A pattern for a run of the repeat written as `text` (its body item `body`): None
+    for any character, False if its source cannot be isolated."""
+    if body[0][0] is sre.ANY:
+        return None
+    group = _GROUP.match(text)
+    if group is not None:
+        text = group.group(1)
+    quantified = _QUANTIFIED.match(text)
+    if quantified is None:
+        return False
+    char = quantified.group(1)
+    tree = parse(char)
+    if tree is None or str(list(tree)) != str(body):
+        return False
+    return char + "*"  # one item: the quantifier applies to all of it
+
+
+def literal_suffix(pattern: str) -> str:
+    """Text every match of `pattern` ends with ("" if none, or if that cannot be known).
+
+    Patterns with look-arounds get "": a search cut off after the suffix's last
+    occurrence gives the same matches only when nothing looks past where a match ends.
+    """
+    tree = parse(pattern)
+    if tree is None or tree.state.flags & re.IGNORECASE or _looks_around(list(tree)):
+        return ""
+    items = list(tree)
+    suffix: list[str] = []
+    while items and items[-1][0] is sre.LITERAL:
+        suffix.insert(0, chr(items.pop()[1]))
+    return "".join(suffix)
+
+
+def _looks_around(items: list[Any]) -> bool:
+    for op, av in items:
+        if op in (sre.ASSERT, sre.ASSERT_NOT):
+            return True
+        if any(_looks_around(child) for child in _children(op, av)):
+            return True
+    return False
 
 
 def _literal_prefix(items: list[Any]) -> str:

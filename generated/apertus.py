@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -88,6 +89,9 @@ THINKING_OPEN_HOLDBACK = frozenset(
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 THINKING_CLOSE_RE = regex.compile(r"<\|inner_suffix\|>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_CLOSE_RUNS = (HeldRun(r"<\|inner_suffix\|>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "<|inner_suffix|>"
 THINKING_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -240,6 +244,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
                 prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
+                runs=THINKING_CLOSE_RUNS,
             ),
         ),
         starts=THINKING_STARTS,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -74,10 +75,26 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
     regex.DOTALL,
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?", r"\s*"),
+    HeldRun(
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)",
+        r"\s*",
+    ),
+    HeldRun(
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?",
+        r"\s*",
+    ),
+)
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*```\\s*<｜tool▁call▁end｜>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>"),)
 
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -170,7 +187,11 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, runs=TOOL_CALLS_CLOSE_RUNS
+            ),
+        ),
         feed=None,
         close=_close_tool_calls,
         dirty=True,
@@ -190,7 +211,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

@@ -21,6 +21,7 @@ from runtime import (
     OPEN,
     CompiledParser,
     Event,
+    HeldRun,
     RegexDelimiter,
     State,
     after_last_literal,
@@ -62,10 +63,26 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
     regex.DOTALL,
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?", r"\s*"),
+    HeldRun(
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)",
+        r"\s*",
+    ),
+    HeldRun(
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?",
+        r"\s*",
+    ),
+)
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*```\\s*<｜tool▁call▁end｜>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>"),)
 
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -116,7 +133,11 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, runs=TOOL_CALLS_CLOSE_RUNS
+            ),
+        ),
         feed=None,
         close=_close_tool_calls,
         dirty=True,
@@ -125,7 +146,14 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=1),
         ),
         feed=None,

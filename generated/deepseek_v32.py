@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -87,6 +88,11 @@ THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin"
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
     '\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL
+)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun('\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke name="', '[^"]*', '">'),
 )
 
 # fields.tool_calls.close
@@ -200,7 +206,10 @@ class Parser(CompiledParser):
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content x-xml-inline, transform, repeats
         content = parse_xml_inline(
-            self._body(), TOOL_CALLS_TAG_RE, kind_parsers={"false": _tool_calls_kind0}
+            self._body(),
+            TOOL_CALLS_TAG_RE,
+            kind_parsers={"false": _tool_calls_kind0},
+            ends_with="</｜DSML｜parameter>",
         )
         value = self._coerce(
             {
@@ -266,7 +275,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -82,6 +83,14 @@ THINKING_CLOSE_RE = regex.compile("</think>|(?=<｜DSML｜tool_calls>)", regex.D
 TOOL_CALLS_OPEN_RE = regex.compile(
     '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))',
     regex.DOTALL,
+)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(
+        '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="',
+        '[^"]*',
+    ),
 )
 
 # fields.tool_calls.close_pattern
@@ -152,7 +161,10 @@ class Parser(CompiledParser):
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content x-xml-inline, transform, repeats
         content = parse_xml_inline(
-            self._body(), TOOL_CALLS_TAG_RE, kind_parsers={"false": _tool_calls_kind0}
+            self._body(),
+            TOOL_CALLS_TAG_RE,
+            kind_parsers={"false": _tool_calls_kind0},
+            ends_with="</｜DSML｜parameter>",
         )
         value = self._coerce(
             {
@@ -204,7 +216,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -63,6 +64,9 @@ START_ANCHOR = ("<end_function_response>", "<start_of_turn>model\n")
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"<start_function_call>call:(?P<name>[\w.\-]+)", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<start_function_call>call:", r"[\w.\-]*"),)
 TOOL_CALLS_OPEN_PREFIX = "<start_function_call>call:"
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -97,6 +101,9 @@ TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"<end_function_call>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<end_function_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<end_function_call>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -262,6 +269,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -287,6 +295,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -88,6 +89,9 @@ THINKING_CLOSE_HOLDBACK = frozenset(
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>[\w.-]+)", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|tool_call>call:", r"[\w.-]*"),)
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -326,6 +330,7 @@ class Parser(CompiledParser):
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -52,6 +53,9 @@ START_ANCHOR = ("assistant<|role_sep|>\n",)
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"<\|message_sep\|>\s*function call<\|role_sep\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|message_sep\|>", r"\s*", "function call<|role_sep|>"),)
 TOOL_CALLS_OPEN_PREFIX = "<|message_sep|>"
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -159,6 +163,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -82,10 +83,16 @@ THINKING_CLOSE_RE = regex.compile(
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*(?=(?:(?!<tool_call>).)*?</tool_call>)", regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\s*<tool_call>\s*(?P<name>[^\s<]+)", r"\s*"),)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -196,7 +203,7 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, ends_with="</arg_value>")
         value = self._coerce(
             {
                 "type": "function",
@@ -235,6 +242,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -254,7 +262,14 @@ class Parser(CompiledParser):
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
         ),
         feed=None,
         close=_close_content,

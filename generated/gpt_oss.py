@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -180,10 +181,10 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|channel\|>commentary to=functions\.(?P<name>\w+).*?<\|message\|>", regex.DOTALL
 )
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-TOOL_CALLS_OPEN_HEAD_RE = regex.compile(
-    r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", regex.DOTALL
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", None, "<|message|>"),
 )
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
@@ -423,8 +424,7 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
-                head=TOOL_CALLS_OPEN_HEAD_RE,
-                tail="<|message|>",
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -76,6 +77,9 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_calls>", regex.DOTALL)
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_calls>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_calls>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -97,6 +101,9 @@ TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:</?answer>|<\|eos\|>)\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_CLOSE_RUNS = (HeldRun(r"\s*(?:</?answer>|<\|eos\|>)", r"\s*"),)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"</think>")
@@ -220,6 +227,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -243,7 +251,7 @@ class Parser(CompiledParser):
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, runs=CONTENT_CLOSE_RUNS),
         ),
         feed=None,
         close=_close_content,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     RegexDelimiter,
     State,
     after_last_literal,
@@ -82,10 +83,20 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<tool_calls(?::[^\s>]+)?>\s*)?<tool_call(?::[^\s>]+)?>\s*(?P<name>[^\s<]+)\s*<tool_sep(?::[^\s>]+)?>",
     regex.DOTALL,
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(
+        r"\s*(?:<tool_calls(?::[^\s>]+)?>\s*)?<tool_call(?::[^\s>]+)?>\s*(?P<name>[^\s<]+)", r"\s*"
+    ),
+)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call(?::[^\s>]+)?>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call(?::[^\s>]+)?>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {"<", "</", "</t", "</to", "</too", "</tool", "</tool_", "</tool_c", "</tool_ca", "</tool_cal"}
@@ -100,6 +111,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_CLOSE_RUNS = (HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),)
 
 # A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
 TOOL_CALLS_STARTS = re.compile(
@@ -150,7 +164,7 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, ends_with=">")
         value = self._coerce(
             {
                 "type": "function",
@@ -189,6 +203,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -202,8 +217,15 @@ class Parser(CompiledParser):
         "content",
         patterns=(
             RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, runs=CONTENT_CLOSE_RUNS),
         ),
         feed=None,
         close=_close_content,

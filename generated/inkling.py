@@ -72,9 +72,6 @@ START_ANCHOR = ("<|message_model|>",)
 THINKING_OPEN_RE = regex.compile(
     r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>", regex.DOTALL
 )
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-THINKING_OPEN_HEAD_RE = regex.compile(r"(?:<\|message_model\|>)?", regex.DOTALL)
 
 # fields.thinking.close
 THINKING_CLOSE = "<|end_message|>"
@@ -100,9 +97,6 @@ THINKING_CLOSE_HOLDBACK = frozenset(
 # fields.content.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_OPEN_RE = regex.compile(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>", regex.DOTALL)
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-CONTENT_OPEN_HEAD_RE = regex.compile(r"(?:<\|message_model\|>)?", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_message|>"
@@ -130,9 +124,6 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>", regex.DOTALL
 )
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-TOOL_CALLS_OPEN_HEAD_RE = regex.compile(r"(?:<\|message_model\|>)?", regex.DOTALL)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|end_message|>"
@@ -321,36 +312,9 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         patterns=(
-            RegexDelimiter(
-                OPEN,
-                "content",
-                CONTENT_OPEN_RE,
-                rank=0,
-                head=CONTENT_OPEN_HEAD_RE,
-                tail="<|content_text|>",
-                tail_stops=frozenset({"<"}),
-                target=CONTENT_STATE,
-            ),
-            RegexDelimiter(
-                OPEN,
-                "thinking",
-                THINKING_OPEN_RE,
-                rank=1,
-                head=THINKING_OPEN_HEAD_RE,
-                tail="<|content_thinking|>",
-                tail_stops=frozenset({"<"}),
-                target=THINKING_STATE,
-            ),
-            RegexDelimiter(
-                OPEN,
-                "tool_calls",
-                TOOL_CALLS_OPEN_RE,
-                rank=2,
-                head=TOOL_CALLS_OPEN_HEAD_RE,
-                tail="<|content_invoke_tool_json|>",
-                tail_stops=frozenset({"<"}),
-                target=TOOL_CALLS_STATE,
-            ),
+            RegexDelimiter(OPEN, "content", CONTENT_OPEN_RE, rank=0, target=CONTENT_STATE),
+            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=1, target=THINKING_STATE),
+            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=2, target=TOOL_CALLS_STATE),
         ),
         feed=None,
         close=None,

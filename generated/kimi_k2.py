@@ -22,6 +22,7 @@ from runtime import (
     OPEN,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -76,6 +77,22 @@ THINKING_CLOSE_RE = regex.compile(r"</think>|(?=<\|tool_calls_section_begin\|>)"
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|tool_call_argument_begin\|>\s*",
     regex.DOTALL,
+)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(
+        r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?",
+        r"[\w.\-]*",
+    ),
+    HeldRun(
+        r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+",
+        r"\s*",
+    ),
+    HeldRun(
+        r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|tool_call_argument_begin\|>",
+        r"\s*",
+    ),
 )
 
 # fields.tool_calls.close_pattern
@@ -169,7 +186,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

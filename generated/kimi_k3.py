@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -190,9 +191,12 @@ CONTENT_CLOSE_HOLDBACK = frozenset(
 TOOL_CALLS_OPEN_RE = regex.compile(
     '<\\|open\\|>call tool="(?P<name>[^"]*)"[^<]*<\\|sep\\|>', regex.DOTALL
 )
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-TOOL_CALLS_OPEN_HEAD_RE = regex.compile('<\\|open\\|>call tool="(?P<name>[^"]*)"', regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun('<\\|open\\|>call tool="', '[^"]*'),
+    HeldRun('<\\|open\\|>call tool="(?P<name>[^"]*)"', r"[^<]*", "<|sep|>"),
+)
 TOOL_CALLS_OPEN_PREFIX = '<|open|>call tool="'
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -455,9 +459,7 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
-                head=TOOL_CALLS_OPEN_HEAD_RE,
-                tail="<|sep|>",
-                tail_stops=frozenset({"<"}),
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

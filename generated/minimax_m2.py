@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -76,6 +77,9 @@ THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin"
 TOOL_CALLS_OPEN_RE = regex.compile(
     '\\s*(?:<minimax:tool_call>\\s*)?<invoke name="(?P<name>[^"]+)">', regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun('\\s*(?:<minimax:tool_call>\\s*)?<invoke name="', '[^"]*', '">'),)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "</invoke>"
@@ -162,7 +166,7 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, ends_with="</parameter>")
         value = self._coerce(
             {
                 "type": "function",
@@ -227,7 +231,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -73,6 +74,9 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     r"\[TOOL_CALLS\](?P<name>[^\[\]{}\s]+)(?:\[CALL_ID\][^\[\]{}\s]*)?(?:\[ARGS\]|(?=\{))",
     regex.DOTALL,
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\[TOOL_CALLS\]", r"[^\[\]{}\s]*"),)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {
@@ -222,6 +226,7 @@ class Parser(CompiledParser):
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -63,6 +64,9 @@ THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"}
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 THINKING_CLOSE_RE = regex.compile(r"</think>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_CLOSE_RUNS = (HeldRun(r"</think>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "</think>"
 THINKING_CLOSE_PREFIX_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
@@ -73,6 +77,9 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<TOOLCALL>", regex.DOTALL)
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</TOOLCALL>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</TOOLCALL>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</TOOLCALL>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {"<", "</", "</T", "</TO", "</TOO", "</TOOL", "</TOOLC", "</TOOLCA", "</TOOLCAL", "</TOOLCALL"}
@@ -190,6 +197,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
                 prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
+                runs=THINKING_CLOSE_RUNS,
             ),
         ),
         starts=THINKING_STARTS,
@@ -207,6 +215,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,

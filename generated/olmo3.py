@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -84,6 +85,9 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<function_calls>", regex.DOTALL)
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</function_calls>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</function_calls>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</function_calls>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -256,6 +260,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -76,6 +77,12 @@ THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin"
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"<tool_call>\s*<function=(?P<name>\w+)>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"<tool_call>", r"\s*"),
+    HeldRun(r"<tool_call>\s*<function=", r"\w*", ">"),
+)
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"
 TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
     {"<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call"}
@@ -84,6 +91,9 @@ TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -109,9 +119,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # fields.content.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 CONTENT_CLOSE_RE = regex.compile(r"<\|im_end\|>.*", regex.DOTALL)
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-CONTENT_CLOSE_HEAD_RE = regex.compile(r"<\|im_end\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_CLOSE_RUNS = (HeldRun(r"<\|im_end\|>", None),)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"
 CONTENT_CLOSE_PREFIX_HOLDBACK = frozenset(
     {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
@@ -196,7 +206,12 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE, value_parser=_tool_calls_value)
+        content = parse_xml_inline(
+            self._body(),
+            TOOL_CALLS_TAG_RE,
+            value_parser=_tool_calls_value,
+            ends_with="</parameter>",
+        )
         value = self._coerce(
             {
                 "type": "function",
@@ -253,6 +268,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -283,6 +299,7 @@ class Parser(CompiledParser):
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
             RegexDelimiter(
@@ -292,7 +309,7 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=CONTENT_CLOSE_PREFIX,
                 prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
-                head=CONTENT_CLOSE_HEAD_RE,
+                runs=CONTENT_CLOSE_RUNS,
             ),
         ),
         starts=CONTENT_STARTS,

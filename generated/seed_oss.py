@@ -22,6 +22,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     RegexDelimiter,
     State,
     after_last_literal,
@@ -79,6 +80,9 @@ THINKING_CLOSE_PREFIX = "<"
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<seed:tool_call>\s*)?<function=(?P<name>[^>\n]+)>", regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\s*(?:<seed:tool_call>\s*)?<function=", r"[^>\n]*", ">"),)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -196,7 +200,14 @@ class Parser(CompiledParser):
         "content",
         patterns=(
             RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX),
         ),
         feed=None,

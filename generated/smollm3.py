@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -67,6 +68,9 @@ TOOL_CALLS_OPEN_HOLDBACK = frozenset(
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call>\s*", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -87,9 +91,9 @@ TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
 # fields.content.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 CONTENT_CLOSE_RE = regex.compile(r"<\|im_end\|>.*", regex.DOTALL)
-# What it starts with before its final repeat: once that has matched, only its closing
-# literal (or a character the repeat refuses) can change the match.
-CONTENT_CLOSE_HEAD_RE = regex.compile(r"<\|im_end\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_CLOSE_RUNS = (HeldRun(r"<\|im_end\|>", None),)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"
 CONTENT_CLOSE_PREFIX_HOLDBACK = frozenset(
     {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
@@ -219,6 +223,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -257,7 +262,7 @@ class Parser(CompiledParser):
                 rank=2,
                 prefix=CONTENT_CLOSE_PREFIX,
                 prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
-                head=CONTENT_CLOSE_HEAD_RE,
+                runs=CONTENT_CLOSE_RUNS,
             ),
         ),
         starts=CONTENT_STARTS,

@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -77,10 +78,33 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     '\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="(?P<name>[^"]+)">',
     regex.DOTALL,
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(
+        "\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>", r"\s*"
+    ),
+    HeldRun(
+        "\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>\\s*function",
+        r"\s*",
+    ),
+    HeldRun(
+        "\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>",
+        r"\s*",
+    ),
+    HeldRun(
+        '\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>\\s*function\\s*<｜tool_sep｜>\\s*<steptml:invoke name="',
+        '[^"]*',
+        '">',
+    ),
+)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile("</steptml:invoke>\\s*<｜tool_call_end｜>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</steptml:invoke>", r"\s*", "<｜tool_call_end｜>"),)
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"
 TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
     {
@@ -181,7 +205,9 @@ class Parser(CompiledParser):
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls: content xml-inline, transform, repeats
-        content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        content = parse_xml_inline(
+            self._body(), TOOL_CALLS_TAG_RE, ends_with="</steptml:parameter>"
+        )
         value = self._coerce(
             {
                 "type": "function",
@@ -227,6 +253,7 @@ class Parser(CompiledParser):
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         starts=TOOL_CALLS_STARTS,
@@ -250,7 +277,14 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
         ),
         feed=None,

@@ -5,7 +5,7 @@ of `runtime.automaton`; the content parsers, transform helpers and tool-schema c
 they call live in the sibling modules. Only `regex` is required at run time.
 """
 
-from .automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
+from .automaton import CLOSE, OPEN, HeldRun, LiteralDelimiter, RegexDelimiter, State
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
 from .extensions import (
     each_of,
@@ -33,6 +33,7 @@ __all__ = [
     "CompiledParser",
     "Defect",
     "Event",
+    "HeldRun",
     "LiteralDelimiter",
     "RegexDelimiter",
     "State",

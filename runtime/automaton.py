@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import regex
+
 from . import errors
 
 OPEN = 0
@@ -54,6 +56,28 @@ def find_literal(buf: str, literal: str, start: int, end: int) -> int:
             return index
         index = find(lead, index + 1, end)
     return -1 if index == -1 else find(literal, index, end)
+
+
+class HeldRun:
+    """One way a held regex match can wait (RegexDelimiter.waits): the pattern's `head`
+    up to a repeat of one character class, a pattern for a `run` of that class (None:
+    any character), and the `literal` after the repeat ("" if none is awaited).
+
+    While waiting, a chunk only needs the test `wakes`, in O(len(chunk)).
+    """
+
+    __slots__ = ("head", "run", "literal")
+
+    def __init__(self, head: str, run: str | None, literal: str = "") -> None:
+        self.head = regex.compile(head, regex.DOTALL)
+        self.run = None if run is None else regex.compile(run, regex.DOTALL)
+        self.literal = literal
+
+    def wakes(self, text: str, recent: str) -> bool:
+        """Whether `text`, arriving after `recent`, could change the held match."""
+        if self.run is not None and self.run.fullmatch(text) is None:
+            return True
+        return bool(self.literal) and self.literal in recent + text
 
 
 class LiteralDelimiter:
@@ -125,9 +149,7 @@ class RegexDelimiter:
         "prefix",
         "prefix_holdback",
         "memo",
-        "head",
-        "tail",
-        "tail_stops",
+        "runs",
     )
 
     def __init__(
@@ -140,9 +162,7 @@ class RegexDelimiter:
         prefix: str = "",
         prefix_holdback: frozenset[str] = frozenset(),
         memo: bool = True,
-        head: Any = None,
-        tail: str = "",
-        tail_stops: frozenset[str] | None = None,
+        runs: tuple[HeldRun, ...] = (),
         target: State | None = None,
     ) -> None:
         self.kind = kind
@@ -153,10 +173,7 @@ class RegexDelimiter:
         self.prefix = prefix
         self.prefix_holdback = prefix_holdback
         self.memo = memo
-        # Patterns written HEAD + repeat + `tail` literal (see `waits`).
-        self.head = head
-        self.tail = tail
-        self.tail_stops = tail_stops
+        self.runs = runs  # how a held match can wait (see `waits`)
 
     def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
         """(start, end, pending, match) of the next match, partial ones included unless at
@@ -177,47 +194,59 @@ class RegexDelimiter:
         # A partial search returns the same match as a plain one whenever a complete match
         # exists (tests/test_automaton.py checks this); the plain search is several times
         # cheaper, so the partial one only runs to find where a partial match starts.
-        timeout = errors.REGEX_TIMEOUT
+        pattern = self.pattern
+        timeout = errors.regex_timeout(len(buf) - pos)
         try:
-            match = self.pattern.search(buf, pos, timeout=timeout)
-            if match is not None:
-                start, end = match.span()
-                return start, end, not eos and end == len(buf), match
-            if eos:
-                return None
-            match = self.pattern.search(buf, pos, partial=True, timeout=timeout)
+            match = pattern.search(buf, pos, timeout=timeout)
         except TimeoutError:
-            kind = "open_pattern" if self.kind == OPEN else "close_pattern"
-            raise errors.RegexTimeout(f"fields[{self.field!r}].{kind}", timeout) from None
+            match = errors.search_bounded(
+                lambda wall: pattern.search(buf, pos, timeout=wall), self._where(), len(buf) - pos
+            )
+        if match is not None:
+            start, end = match.span()
+            return start, end, not eos and end == len(buf), match
+        if eos:
+            return None
+        try:
+            match = pattern.search(buf, pos, partial=True, timeout=timeout)
+        except TimeoutError:
+            match = errors.search_bounded(
+                lambda wall: pattern.search(buf, pos, partial=True, timeout=wall),
+                self._where(),
+                len(buf) - pos,
+            )
         if match is None:
             return None
         start, end = match.span()
         return start, end, True, match
 
-    def waits(self, buf: str, hold: int) -> tuple[str, frozenset[str] | None] | None:
-        """Whether this delimiter's match at `hold` can only change when some text arrives.
+    def waits(self, buf: str, hold: int) -> HeldRun | None:
+        """How this delimiter's match at `hold` can only change when some text arrives.
 
-        For a pattern HEAD + (any character | a negated set)* + LITERAL: once HEAD has
-        matched at `hold` and the rest of the buffer is all repeatable, the match is partial
-        (or complete at the buffer's end) and stays so until the literal, or a character
-        of the set's complement, arrives. Until then it holds everything from `hold` back,
-        so no scan can change anything. Returns (literal, stop characters) to watch for.
+        For a pattern HEAD + (a repeat of one character class) + REST: once HEAD has
+        matched at `hold` and the rest of the buffer is a run of that class, the match is
+        partial (or complete at the buffer's end) and stays so until REST's literal, or a
+        character outside the class, arrives (HeldRun). Until then it holds everything
+        from `hold` back, so no scan can change anything.
         """
-        if self.head is None:
-            return None
-        try:
-            match = self.head.match(buf, hold, timeout=errors.REGEX_TIMEOUT)
-        except TimeoutError:
-            return None
-        if match is None:
-            return None
-        end = match.end()
-        stops = self.tail_stops
-        if stops is not None and any(buf.find(char, end) != -1 for char in stops):
-            return None
-        if self.tail and buf.find(self.tail, hold) != -1:
-            return None
-        return self.tail, stops
+        for run in self.runs:
+            try:
+                match = run.head.match(buf, hold, timeout=errors.regex_timeout(len(buf) - hold))
+            except TimeoutError:
+                continue  # not known to wait: the scan searches, under the bound
+            if match is None:
+                continue
+            if run.run is not None and run.run.fullmatch(buf, match.end()) is None:
+                continue
+            if run.literal and buf.find(run.literal, hold) != -1:
+                continue
+            return run
+        return None
+
+    def _where(self) -> str:
+        """The template key of this delimiter's pattern, for error messages."""
+        kind = "open_pattern" if self.kind == OPEN else "close_pattern"
+        return f"fields.{self.field}.{kind}"
 
     def _tail(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""

@@ -47,13 +47,15 @@ class Defect:
         raise self.error(self.message)
 
 
-def _bounded(method: Callable[..., Any], where: str, *args: Any) -> Any:
-    """Call a template regex's method under the time bound (runtime.errors.REGEX_TIMEOUT)."""
-    try:
-        result = method(*args, timeout=errors.REGEX_TIMEOUT)
-        return list(result) if not isinstance(result, str) else result
-    except TimeoutError:
-        raise errors.RegexTimeout(where, errors.REGEX_TIMEOUT) from None
+def _bounded(method: Callable[..., Any], where: str, size: int, *args: Any) -> Any:
+    """`method(*args)`, a template regex's method over `size` characters, under the time
+    bound (runtime.errors); an iterator's matches are collected within it."""
+
+    def call(timeout: float) -> Any:
+        result = method(*args, timeout=timeout)
+        return result if isinstance(result, str) else list(result)
+
+    return errors.search_bounded(call, where, size)
 
 
 def parse_json(
@@ -83,7 +85,7 @@ def parse_json(
             lifted.append(match.group(1))
             return f"{_LIFT_OPEN}{len(lifted) - 1}{_LIFT_CLOSE}"
 
-        working = _bounded(pattern.sub, "json string_delims", lift, working)
+        working = _bounded(pattern.sub, "json string_delims", len(working), lift, working)
     if unquoted_keys:
         working = _BARE_KEY.sub(r'"\1":', working)
     for index, value in enumerate(lifted):
@@ -93,13 +95,10 @@ def parse_json(
     except json.JSONDecodeError as error:
         if allow_non_json:
             return text.strip() if strip else text
-        if working == text:
-            raise ValueError(
-                f"json parser could not parse region as JSON.\nContent: {text!r}\nError: {error}"
-            ) from error
+        after = "" if working == text else " (after the dialect transforms)"
         raise ValueError(
-            f"json: could not parse after dialect transforms.\n"
-            f"Original: {text!r}\nTransformed: {working!r}\nError: {error}"
+            f"json parser could not parse region as JSON{after}: {error.msg} at character "
+            f"{error.pos}: {errors.excerpt(working, error.pos)}"
         ) from error
 
 
@@ -110,14 +109,22 @@ def parse_xml_inline(
     value_parser: ValueParser | None = None,
     merge_duplicates: bool = False,
     kind_parsers: dict[str, ValueParser] | None = None,
+    ends_with: str = "",
 ) -> dict[str, Any]:
     """A flat run of tags into a dict: the `key` and `value` groups of each tag match.
 
     `kind_parsers` (extension x-xml-inline) picks the value parser by the text of the
-    tag's `kind` group; a tag without a listed kind uses `value_parser`.
+    tag's `kind` group; a tag without a listed kind uses `value_parser`. `ends_with` is
+    text every tag match ends with: no match reaches past its last occurrence, so the
+    search stops there (linear time on unclosed tags, which a lazy value would otherwise
+    scan to the end from each one).
     """
     out: dict[str, Any] = {}
-    for match in _bounded(tag_pattern.finditer, "xml-inline tag_pattern", text):
+    end = len(text)
+    if ends_with:
+        last = text.rfind(ends_with)
+        end = 0 if last == -1 else last + len(ends_with)
+    for match in _bounded(tag_pattern.finditer, "xml-inline tag_pattern", end, text, 0, end):
         groups = match.groupdict()
         key = groups.get("key")
         if key is None:

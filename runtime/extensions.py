@@ -26,6 +26,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from . import errors
+
 _JSON_LITERALS = {"true": True, "false": False, "null": None}
 
 
@@ -54,11 +56,11 @@ def parse_pythonic(
             tree = _expression(source)
         except SyntaxError as error:
             raise ValueError(
-                f"x-pythonic: not Python call syntax: {error.msg}\nContent: {text!r}"
+                f"x-pythonic: not Python call syntax: {error.msg}: {errors.excerpt(text)}"
             ) from None
         if not isinstance(tree, ast.List):
             raise ValueError(
-                f"x-pythonic: expected a list of calls [f(...), ...]\nContent: {text!r}"
+                f"x-pythonic: expected a list of calls [f(...), ...]: {errors.excerpt(text)}"
             )
         calls = tree.elts
     else:
@@ -164,7 +166,8 @@ def parse_json_stream(
         except json.JSONDecodeError as error:
             if not skip_invalid:
                 raise ValueError(
-                    f"x-json-stream: not JSON at character {index}: {error}\nContent: {text!r}"
+                    f"x-json-stream: not JSON at character {index}: {error.msg}: "
+                    f"{errors.excerpt(text, index)}"
                 ) from None
             newline = text.find("\n", index)
             index = size if newline == -1 else newline + 1

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from . import errors
-from .automaton import OPEN, State
+from .automaton import OPEN, HeldRun, State
 from .errors import FieldParseError, MissingFieldError
 from .tools import coerce_tool_calls, tool_parameters
 
@@ -75,6 +75,7 @@ class CompiledParser:
         *,
         tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
         on_error: str = "raise",
+        regex_timeout: float | None = None,
     ) -> None:
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {sorted(ON_ERROR)}, got {on_error!r}")
@@ -86,6 +87,14 @@ class CompiledParser:
             )
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}")
+        if regex_timeout is not None and not (
+            isinstance(regex_timeout, (int, float))
+            and not isinstance(regex_timeout, bool)
+            and 0 < regex_timeout < float("inf")
+        ):
+            raise ValueError(f"regex_timeout must be a positive number, got {regex_timeout!r}")
+        # Seconds of CPU time per template-regex search (None: runtime.errors.REGEX_TIMEOUT).
+        self._regex_timeout = regex_timeout
         self._tool_params = tool_parameters(tools)
         self._on_error = on_error
         self._keep_raw = on_error != "raise"
@@ -104,10 +113,13 @@ class CompiledParser:
         self._fed = 0  # characters received so far (fast paths count them too)
         self._base = 0  # offset of _buf[0]
         self._opened_at = 0  # offset where the open region opened
-        self._open_text = ""  # the open delimiter's text (for on_error="content")
+        # For on_error="content": the open delimiter's text, and how to take back the last
+        # implicit region: (the field's value before it closed, its text, its offset).
+        self._open_text = ""
+        self._reopen: tuple[Any, str, int] | None = None
         # While a held match can only change when a given text arrives (RegexDelimiter.waits):
         # (literal, stop characters, the held text's last characters) and the text since.
-        self._waiting: tuple[str, frozenset[str] | None, str] | None = None
+        self._waiting: tuple[HeldRun, str] | None = None
         self._waited: list[str] = []
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
@@ -115,7 +127,8 @@ class CompiledParser:
         self._feed_path: Callable[[CompiledParser, str], list[Event]] = CompiledParser._scan_feed
         self.initial_events = []
         if prefix:
-            tail = self._after_last_anchor(prefix)
+            with errors.bounded_by(regex_timeout):
+                tail = self._after_last_anchor(prefix)
             if tail:
                 self._fed = -len(tail)
                 self._run(tail, self.initial_events, eos=False)
@@ -143,7 +156,7 @@ class CompiledParser:
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
             # at the end of stream that delimiter has no match (no need to search for one).
-            if self._waiting[0]:
+            if self._waiting[0].literal:
                 self._unmatched = self._waiting_on
             self._wake(None)
         events: list[Event] = []
@@ -176,9 +189,10 @@ class CompiledParser:
         prefix: str | None,
         tools: Iterable[dict[str, Any] | Callable[..., Any]] | None = None,
         on_error: str = "raise",
+        regex_timeout: float | None = None,
     ) -> dict[str, Any]:
         """Parse one complete generation; return the message dict."""
-        parser = cls(prefix, tools=tools, on_error=on_error)
+        parser = cls(prefix, tools=tools, on_error=on_error, regex_timeout=regex_timeout)
         parser.feed(text)
         return parser.finalize()[0]
 
@@ -239,6 +253,14 @@ class CompiledParser:
         return events
 
     def _run(self, text: str, events: list[Event], eos: bool) -> None:
+        """Scan the held-back text plus `text`, under this parser's regex time bound."""
+        if self._regex_timeout is None:
+            self._scan(text, events, eos)
+        else:
+            with errors.bounded_by(self._regex_timeout):
+                self._scan(text, events, eos)
+
+    def _scan(self, text: str, events: list[Event], eos: bool) -> None:
         context = self._context
         buf = context + self._pending
         if text:
@@ -267,10 +289,9 @@ class CompiledParser:
     def _wait(self, buf: str, hold: int) -> None:
         """Stop rescanning a long held-back stretch that only a known text can change."""
         for delim in self._state.patterns:
-            trigger = delim.waits(buf, hold)
-            if trigger is not None:
-                literal, stops = trigger
-                self._waiting = (literal, stops, _last(buf, len(literal) - 1))
+            run = delim.waits(buf, hold)
+            if run is not None:
+                self._waiting = (run, _last(buf, len(run.literal) - 1))
                 self._waiting_on = delim
                 return
 
@@ -281,13 +302,11 @@ class CompiledParser:
         if text is not None:
             if not text:
                 return False
-            literal, stops, recent = self._waiting
-            if not (stops is not None and any(char in text for char in stops)) and not (
-                literal and literal in recent + text
-            ):
+            run, recent = self._waiting
+            if not run.wakes(text, recent):
                 self._waited.append(text)
-                if literal:
-                    self._waiting = (literal, stops, _last(recent + text, len(literal) - 1))
+                if run.literal:
+                    self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
         self._pending += "".join(self._waited)
         self._waited = []
@@ -427,30 +446,24 @@ class CompiledParser:
         text, as the field's value, or (content) as text of the implicit region, which is
         then left open for the text that follows. True in that last case."""
         raw = self._body()
-        try:
-            state.close(self, events)  # type: ignore[misc]
-            return False
-        except Exception as error:  # recovering from any failure is the point of this mode
-            described = _describe(error)
         field = state.field
         assert field is not None
         implicit = self.START
-        if self._on_error == "content" and state is not implicit:
-            text = self._open_text + raw + closing
-            record = {"field": field, "offset": self._opened_at, "error": described, "raw": text}
-            self._errors.append(record)
-            events.append({"type": "region_error", **record, "recovered_as": implicit.field})
-            self._state = implicit
-            self._captures = {}
-            self._parts = []
-            self._blocks = []
-            self._opened = False
-            if implicit.field is None:  # no implicit field: the text is reported, not kept
-                return False
-            offset = self._opened_at
-            self._accumulate(events, text)
-            self._opened_at = offset
-            return True
+        content_mode = self._on_error == "content"
+        if content_mode and state is implicit:
+            before = self._output.get(field, _MISSING)
+            if isinstance(before, list):
+                before = list(before)  # appends to it may happen in place
+        try:
+            state.close(self, events)  # type: ignore[misc]
+            if content_mode:
+                self._reopen = (before, raw, self._opened_at) if state is implicit else None
+            return False
+        except Exception as error:  # recovering from any failure is the point of this mode
+            described = _describe(error)
+        if content_mode and state is not implicit:
+            self._recover_as_text(events, field, described, self._open_text + raw + closing)
+            return implicit.field is not None
         record = {"field": field, "offset": self._opened_at, "error": described, "raw": raw}
         self._errors.append(record)
         events.append({"type": "region_error", **record})
@@ -466,6 +479,37 @@ class CompiledParser:
             output[field] = raw
         events.append({"type": "region_close", "field": field, "value": raw})
         return False
+
+    def _recover_as_text(
+        self, events: list[Event], field: str, described: dict[str, str], text: str
+    ) -> None:
+        """on_error="content": the failed region's text becomes text of the implicit region,
+        as if the model had written it as plain text. When the implicit region closed just
+        because this region opened, that region is taken back (its stored value undone)
+        and goes on with this text, so "Hi <tool_call>{bad" gives content "Hi <tool_call>{bad"
+        whatever the field's store mode; its region_close event stays as it was sent."""
+        implicit = self.START
+        record = {"field": field, "offset": self._opened_at, "error": described, "raw": text}
+        self._errors.append(record)
+        events.append({"type": "region_error", **record, "recovered_as": implicit.field})
+        self._state = implicit
+        self._captures = {}
+        self._parts = []
+        self._blocks = []
+        self._opened = False
+        if implicit.field is None:  # no implicit field: the text is reported, not kept
+            return
+        offset = self._opened_at
+        undo, self._reopen = self._reopen, None
+        self._accumulate(events, text)
+        self._opened_at = offset
+        if undo is not None:
+            before, earlier, self._opened_at = undo
+            if before is _MISSING:
+                self._output.pop(implicit.field, None)
+            else:
+                self._output[implicit.field] = before
+            self._parts.insert(0, earlier)
 
     def _compact(self) -> None:
         """Join the region's small chunks into one block.
@@ -501,6 +545,9 @@ def _last(text: str, count: int) -> str:
     return text[len(text) - count :] if count > 0 else ""
 
 
+_MISSING: Any = object()  # a field with no value yet
+
+
 def _describe(error: BaseException) -> dict[str, str]:
     return {"type": type(error).__name__, "message": str(error)}
 
@@ -532,11 +579,13 @@ def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
 def after_last_match(prefix: str, pattern: Any) -> str:
     """What follows the last match of a `start_anchor_pattern` (the whole prefix if none)."""
     end = None
-    try:
-        for match in pattern.finditer(prefix, timeout=errors.REGEX_TIMEOUT):
-            end = match.end()
-    except TimeoutError:
-        raise errors.RegexTimeout("start_anchor_pattern", errors.REGEX_TIMEOUT) from None
+    matches = errors.search_bounded(
+        lambda timeout: list(pattern.finditer(prefix, timeout=timeout)),
+        "start_anchor_pattern",
+        len(prefix),
+    )
+    if matches:
+        end = matches[-1].end()
     return prefix if end is None else prefix[end:]
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 from transformers.utils.chat_parsing import ResponseParser
 
+import runtime.automaton
+import runtime.parser
 from runtime import CompiledParser
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
@@ -144,11 +146,35 @@ def check(
 
 
 @contextmanager
-def waiting_after(chars: int) -> Iterator[None]:
-    """Make compiled parsers wait on holds from `chars` characters (CompiledParser._wait)."""
-    saved = CompiledParser.WAIT_AFTER
-    CompiledParser.WAIT_AFTER = chars
+def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
+    """Set the parsers' internal thresholds tiny, so that short texts exercise what long
+    ones reach: waiting on every hold (CompiledParser.WAIT_AFTER), joining a region's
+    chunks into blocks every two (PARTS_PER_BLOCK, also read by the generated module of
+    `parser_cls`), and one probe before a literal search gives up on memchr (PROBES)."""
+    generated = _module_globals(parser_cls)
+    saved = (
+        CompiledParser.WAIT_AFTER,
+        runtime.parser.PARTS_PER_BLOCK,
+        generated.get("PARTS_PER_BLOCK"),
+        runtime.automaton.PROBES,
+    )
+    CompiledParser.WAIT_AFTER = 1
+    runtime.parser.PARTS_PER_BLOCK = 2
+    if "PARTS_PER_BLOCK" in generated:
+        generated["PARTS_PER_BLOCK"] = 2
+    runtime.automaton.PROBES = 1
     try:
         yield
     finally:
-        CompiledParser.WAIT_AFTER = saved
+        CompiledParser.WAIT_AFTER, runtime.parser.PARTS_PER_BLOCK = saved[:2]
+        if "PARTS_PER_BLOCK" in generated:
+            generated["PARTS_PER_BLOCK"] = saved[2]
+        runtime.automaton.PROBES = saved[3]
+
+
+def _module_globals(parser_cls: Any) -> dict[str, Any]:
+    """The namespace of the module that defines `parser_cls` (JIT modules included)."""
+    for value in vars(parser_cls).values():
+        if hasattr(value, "__globals__"):
+            return value.__globals__  # type: ignore[no-any-return]
+    return {}

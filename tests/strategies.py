@@ -137,6 +137,12 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"<(?P<n>\w+)\|(?P<v>\d*)>", ["<ab|12>", "<x|>"]),
     (r"(?:<e>)?", ["<e>"]),
     (r"(?<=a)b", ["ab", "b"]),
+    # Held matches that wait on a run of one class (RegexDelimiter.waits):
+    (r"</t>\s*", ["</t>", "</t>  \n", "</t> x"]),
+    (r"<h>\s*<i=(?P<n>\w+)>", ["<h> <i=ab>", "<h>\n\n<i=", "<h>  <i=a b>"]),
+    (r"<u>call:(?P<n>[\w.-]+)", ["<u>call:a.b-c", "<u>call:", "<u>call:x y"]),
+    (r"<v>\s*?x", ["<v>  x", "<v> y x"]),
+    (r"<q>[a<]*<", ["<q>aa<", "<q>a<a", "<q>"]),
 ]
 FIELD_NAMES = [
     "thinking",

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
-from differential import check, waiting_after
+from differential import check, shrunk_thresholds
 from fixtures import final_outcome, load_fixtures
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes
 
@@ -50,18 +50,22 @@ def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
     check(template, parser, prefix, chunks, tools)
 
 
-@pytest.mark.parametrize("name", ["gpt_oss", "inkling", "smollm3", "qwen3"])
+@pytest.mark.parametrize("name", V1)
+@settings(max_examples=60)
 @given(data=st.data())
-def test_waiting_on_holds_changes_no_event(name: str, data: Any) -> None:
-    """As above, with parsers waiting on every hold they can (CompiledParser._wait)."""
+def test_shrunk_thresholds_change_no_event(name: str, data: Any) -> None:
+    """As above, with the internal thresholds shrunk (differential.shrunk_thresholds), so
+    that waiting on holds, block compaction and literal probing run on short texts, and
+    errors are caught mid-stream after them (the trace goes on feeding)."""
     template = load_entry(name).data["response_template"]
     parser = importlib.import_module(f"generated.{name}").Parser
     samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
     output = data.draw(
         outputs_for(template_literals(template), samples, max_size=20), label="output"
     )
-    with waiting_after(1):
-        check(template, parser, "", data.draw(chunkings(output), label="chunks"))
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    with shrunk_thresholds(parser):
+        check(template, parser, "", data.draw(chunkings(output), label="chunks"), tools)
 
 
 def test_the_catalog_has_extension_entries() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from differential import check, waiting_after
+from differential import check, shrunk_thresholds
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes, templates
@@ -38,10 +38,11 @@ def test_generated_template_matches_reference(data: Any) -> None:
 
 
 @given(data=st.data())
-def test_waiting_on_long_holds_changes_no_event(data: Any) -> None:
+def test_shrunk_thresholds_change_no_event(data: Any) -> None:
     """Parsers stop rescanning a held match that only a known text can change
-    (CompiledParser._wait). Waiting on every hold, however short, must give the
-    reference's events exactly."""
+    (CompiledParser._wait), join a region's chunks into blocks, and probe literal
+    candidates before a full search. With every threshold tiny (waiting on every hold,
+    however short), they must give the reference's events exactly."""
     template, literals, samples = data.draw(templates(), label="template")
     try:
         load_response_template(template)
@@ -51,5 +52,5 @@ def test_waiting_on_long_holds_changes_no_event(data: Any) -> None:
     output = data.draw(
         outputs_for(literals, [*samples, "<m>abc", "zz q", "<a>" + "x" * 20], 20), label="output"
     )
-    with waiting_after(1):
+    with shrunk_thresholds(parser):
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))

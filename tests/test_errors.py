@@ -3,11 +3,19 @@ bounded regex work, and the opt-in lenient mode."""
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 import pytest
+from fixtures import final_outcome, load_fixtures
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import chunkings
 
 import generated.smollm3
 import runtime.errors
 from compiler import load_parser
+from compiler.catalog import entry_names
 from runtime.errors import FieldParseError, MissingFieldError, RegexTimeout
 
 CALL = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
@@ -102,3 +110,70 @@ def test_a_runaway_regex_raises_regex_timeout(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(RegexTimeout) as caught:
         parser.parse("a" * 60 + "d", prefix="")
     assert isinstance(caught.value, TimeoutError) and "open_pattern" in str(caught.value)
+
+
+# -- on_error="content": the server policy ----------------------------------------------
+
+SERVER_CASES = [
+    (name, case)
+    for name in entry_names()
+    for case in load_fixtures(name)["cases"]
+    if isinstance(case.get("prefix", ""), str)
+]
+
+
+def _strip_errors(message: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in message.items() if key != "parse_errors"}
+
+
+@settings(max_examples=400)
+@given(data=st.data())
+def test_the_server_policy_never_raises_and_is_chunking_independent(data: Any) -> None:
+    """Any fixture output, cut anywhere (a truncated call), parses under on_error="content"
+    for every chunking, to the message one-shot parsing gives; an output that parses
+    strictly gives the same message with no parse_errors."""
+    name, case = data.draw(st.sampled_from(SERVER_CASES), label="case")
+    parser_cls = importlib.import_module(f"generated.{name}").Parser
+    output = case["output"]
+    output = output[: data.draw(st.integers(0, len(output)), label="cut")]
+    prefix, tools = case.get("prefix", ""), case.get("tools")
+    whole = parser_cls.parse(output, prefix=prefix, tools=tools, on_error="content")
+    parser = parser_cls(prefix, tools=tools, on_error="content")
+    for chunk in data.draw(chunkings(output), label="chunks"):
+        parser.feed(chunk)
+    assert parser.finalize()[0] == whole
+    outcome = final_outcome(parser_cls, prefix, [output], tools)
+    if outcome[0] == "message":
+        assert whole == outcome[1]
+    else:
+        assert whole["parse_errors"]
+
+
+@pytest.mark.parametrize(
+    ("output", "content"),
+    [
+        ("Hi <tool_call>{bad</tool_call> Bye.", "Hi <tool_call>{bad</tool_call> Bye."),
+        ('<think>x</think>Hi <tool_call>{"name": "f", "argu', 'Hi <tool_call>{"name": "f", "argu'),
+        (CALL + "<tool_call>nope</tool_call>", "<tool_call>nope</tool_call>"),
+    ],
+)
+def test_a_failed_call_goes_back_into_content_as_written(output: str, content: str) -> None:
+    message = generated.smollm3.Parser.parse(output, prefix="", on_error="content")
+    assert message["content"] == content
+    (error,) = message["parse_errors"]
+    assert error["field"] == "tool_calls" and error["raw"] in output
+    assert output.index(error["raw"]) == error["offset"]
+    assert all(isinstance(call, dict) for call in message.get("tool_calls", []))
+
+
+def test_the_server_policy_reports_the_failure_as_an_event() -> None:
+    parser = generated.smollm3.Parser("", on_error="content")
+    events = parser.feed("A<tool_call>{x</tool_call>B")
+    events += parser.finalize()[1]
+    kinds = [event["type"] for event in events]
+    error = events[kinds.index("region_error")]
+    assert error["recovered_as"] == "content" and error["raw"] == "<tool_call>{x</tool_call>"
+    text = "".join(
+        e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "content"
+    )
+    assert text == "A<tool_call>{x</tool_call>B"
