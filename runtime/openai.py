@@ -156,6 +156,10 @@ class _TextField:
     Text is sent as it arrives, except what stripping may still remove (whitespace at the
     region's start, and at its end until more text follows); the join string goes out just
     before the region's first text. At close, whatever of the final value was not sent yet is.
+
+    Under on_error="content", a failed call's text may take back the region that its
+    opening closed (the parser undoes that region's value and goes on with it): `reopen`
+    restores the state the close ended, as far as it was sent.
     """
 
     def __init__(self, spec: dict[str, Any], default: Any) -> None:
@@ -168,12 +172,14 @@ class _TextField:
         self.eager = spec.get("content", "text") == "text" and "transform" not in spec
         # Whether the message already holds a value the next region is joined to.
         self.joined = default is not None
+        self.closed: tuple[str, str, bool, bool] | None = None  # what reopen restores
         self.open()
 
     def open(self) -> None:
         self.sent = ""  # this region's contribution sent so far, join string included
         self.held = ""  # trailing whitespace not sent yet
-        self.begun = False
+        self.begun = False  # text other than whitespace seen
+        self.joining = False  # the join string is sent
 
     def chunk(self, text: str) -> str:
         if not (self.streamed and self.eager):
@@ -187,16 +193,17 @@ class _TextField:
             text = kept
         if not text:
             return ""
-        if not self.begun:
-            self.begun = True
-            if self.join is not None and self.joined:
-                text = self.join + text
+        self.begun = True
+        if self.join is not None and self.joined and not self.joining:
+            self.joining = True
+            text = self.join + text
         self.sent += text
         return text
 
     def close(self, value: Any) -> str:
         if not self.streamed:
             return ""
+        joined = self.joined
         if self.join is not None:  # the parser has checked that value is a string
             final = (self.join if self.joined else "") + value
             self.joined = True
@@ -204,8 +211,17 @@ class _TextField:
             final = value if isinstance(value, str) else ""
         # What was sent is always a prefix of `final`: the region's text, less what strip removes.
         rest = final[len(self.sent) :]
+        self.closed = (final, self.held, self.begun, joined)
         self.open()
         return rest
+
+    def reopen(self) -> None:
+        """Go on with the region the last close ended, its value undone."""
+        if self.closed is None:
+            return
+        self.sent, self.held, self.begun, self.joined = self.closed
+        self.joining = self.joined and self.join is not None
+        self.closed = None
 
 
 @dataclass
@@ -281,6 +297,8 @@ class ChunkAdapter:
         self.errors: list[dict[str, Any]] = []
         self.partial: list[dict[str, Any]] = []  # parse_errors records with a streamed_call
         self._call: _OpenCall | None = None
+        self._last_closed: str | None = None  # the field of the last region_close
+        self._reopen: str | None = None  # a text field whose next region_open goes on
         self._calls = 0
         self._started = False
         self._logprobs: list[Any] = []
@@ -312,10 +330,22 @@ class ChunkAdapter:
             text_field = self._text.get(name) if isinstance(name, str) else None
             if kind == "region_error":
                 self._error(event)
-            elif text_field is not None and isinstance(name, str):
+                # The parser takes back the implicit region that this region's opening
+                # closed, when that was the last close (see runtime/parser.py).
+                recovered = event.get("recovered_as")
+                if recovered is not None and recovered == self._last_closed:
+                    self._reopen = recovered
+                continue
+            if kind == "region_close":
+                self._last_closed = name if isinstance(name, str) else None
+            if text_field is not None and isinstance(name, str):
                 key = self.keys[name]
                 if kind == "region_open":
-                    text_field.open()
+                    if self._reopen == name:
+                        text_field.reopen()
+                    else:
+                        text_field.open()
+                    self._reopen = None
                 elif kind == "region_chunk":
                     _add_text(deltas, key, text_field.chunk(event["text"]))
                 elif kind == "region_close":

@@ -728,7 +728,8 @@ def test_truncated_call_becomes_content_and_is_reported() -> None:
     assert [c["parse_errors"] for c in chunks if "parse_errors" in c] == [[error]]
     assert merge(chunks) == {
         "role": "assistant",
-        "content": "Hi\n" + cut.rstrip(),  # content is stripped at its close
+        # The call's text goes on the content region its opening closed: no join string.
+        "content": "Hi " + cut.rstrip(),
         "tool_calls": [
             {
                 "id": "call_0",
@@ -747,7 +748,7 @@ def test_whole_calls_leave_nothing_behind_a_failure() -> None:
     reference = generated.hermes.Parser.parse(output, prefix="", on_error="content")
     assert stream.message == reference
     assert merge(chunks) == {"role": "assistant", **to_chat_message(reference)}
-    assert merge(chunks)["content"] == output.replace(" ", "\n", 1).rstrip()
+    assert merge(chunks)["content"] == output.rstrip()
     assert "tool_calls" not in merge(chunks)
 
 
@@ -761,7 +762,7 @@ def test_malformed_call_mid_stream_and_the_stream_goes_on() -> None:
     # went (never valid JSON: the closing brace waits for a successful close).
     assert merge(chunks) == {
         "role": "assistant",
-        "content": "A\n" + bad + "B",
+        "content": "A" + bad + "B",
         "tool_calls": [
             {"id": "call_0", "type": "function", "function": {"name": "f", "arguments": "{"}},
             {
