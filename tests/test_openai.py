@@ -1061,3 +1061,25 @@ def test_any_xml_parameters_stream_exactly(parameters: list[tuple[str, str]], da
             assert final.startswith(sent), (sent, final)
     sent += "".join(p["function"]["arguments"] for p in call_parts(stream.finish()))
     assert sent == final
+
+
+@pytest.mark.parametrize(
+    ("output", "content"),
+    [
+        # Held whitespace of the taken-back region goes out with the call's text.
+        ("Hi  <tool_call>{bad", "Hi  <tool_call>{bad"),
+        # A blank region taken back after a good call: the join string is sent once.
+        (
+            'A<tool_call>{"name": "f", "arguments": {}}</tool_call>  <tool_call>{bad',
+            "A\n<tool_call>{bad",
+        ),
+        # No content region before the call: nothing to take back.
+        ("<tool_call>{bad", "<tool_call>{bad"),
+    ],
+)
+def test_a_failed_call_goes_on_with_the_content_it_closed(output: str, content: str) -> None:
+    for chunks in ([output], list(output)):
+        stream = CompletionStream(generated.hermes.Parser, "")
+        merged = merge(run_stream(stream, chunks))
+        assert merged["content"] == content
+        assert merged == {"role": "assistant", **stream.chat_message()}
