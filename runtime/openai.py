@@ -368,12 +368,13 @@ class ChunkAdapter:
         self, finish_reason: str | None = None, *, usage: dict[str, int] | None = None
     ) -> list[Chunk]:
         """The closing chunk; the reason defaults to "tool_calls" if any call was sent, else
-        "stop". With `usage`, a last chunk with no choices carries it (the API's shape for
-        `stream_options.include_usage`; with n > 1, give it to one choice's finish only)."""
+        "stop". With `include_usage`, `usage` goes in a last chunk with no choices (the API's
+        shape for `stream_options.include_usage`; with n > 1, one choice's adapter sends it:
+        give `usage` to that one's finish only); without, `usage` is not sent."""
         chunks = self.convert(())  # the role chunk, if nothing came before
         reason = finish_reason or ("tool_calls" if self._calls else "stop")
         chunks.append(self._chunk({}, reason))
-        if usage is not None:
+        if usage is not None and self.include_usage:
             last = self._envelope()
             last["choices"] = []
             last["usage"] = dict(usage)

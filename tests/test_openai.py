@@ -961,6 +961,10 @@ def test_usage_and_choice_index() -> None:
         "choices": [],
     }
     assert second[-2]["choices"][0]["finish_reason"] == "length"
+    # Not asked for: no usage anywhere, even when counts are given.
+    stream = CompletionStream(generated.smollm3.Parser, "")
+    chunks = stream.initial + stream.feed("a") + stream.finish(usage=usage(1, 1))
+    assert all("usage" not in chunk and chunk["choices"] for chunk in chunks)
 
 
 def test_async_stream_chunks() -> None:
