@@ -48,6 +48,9 @@ from .tools import coerce_tool_calls, schema_types
 
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _WHITESPACE = " \t\n\r"
+# What may follow a complete number in an object: a number followed by anything else is
+# either unfinished ("-0." of "-0.5") or not JSON.
+_NUMBER_ENDS = frozenset(_WHITESPACE + ",}")
 _DECODER = json.JSONDecoder()
 # The decoder's string scanner: (value, end) of the JSON string whose body starts at an index.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
@@ -349,8 +352,8 @@ class CallArguments:
             except ValueError:
                 return None
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                if _skip(body, after) >= len(body):
-                    return None  # more digits may follow
+                if after >= len(body) or body[after] not in _NUMBER_ENDS:
+                    return None  # more of it may follow: "1" of "12", "-0" of "-0.5", "1e"
         if not (self._in_string and self._streamed):  # a streamed string is sent already
             value = self._cast(name, {key: value})[key]
             self._out.append(_dump(value))
@@ -476,9 +479,10 @@ def _object_members(text: str, start: int) -> tuple[list[tuple[str, Any]], tuple
             value, end = _DECODER.raw_decode(text, value_start)
         except ValueError:
             return members, (key, value_start)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if end >= len(text) or text[end] not in _NUMBER_ENDS:
+                return members, (key, value_start)
         after = _skip(text, end)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and after >= len(text):
-            return members, (key, value_start)
         members.append((key, value))
         if after >= len(text) or text[after] == "}":
             return members, None
