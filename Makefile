@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 BUILD_STAMP := $(VENV)/.build-installed
 TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
+EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test bench bench-hostile bench-stream clean-venv
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch bench-stream clean-venv
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,7 +16,12 @@ $(BUILD_STAMP): pyproject.toml
 	touch $@
 
 $(TEST_STAMP): $(BUILD_STAMP)
-	$(PY) -m pip install --quiet -e '.[build,test]'
+	$(PY) -m pip install --quiet -e '.[build,test,cli]'
+	touch $@
+
+# Ray and Dask (the ray and dask extras): their tests are skipped without them.
+$(EXTRAS_STAMP): $(TEST_STAMP)
+	$(PY) -m pip install --quiet -e '.[build,test,cli,ray,dask]'
 	touch $@
 
 $(LINT_STAMP): $(BUILD_STAMP)
@@ -40,9 +46,21 @@ check: $(LINT_STAMP)
 	$(PY) -m black --check --quiet .
 	$(PY) -m mypy
 
-## make test: the whole test suite, differential tests against transformers included
+## make test: the test suite on every core (pytest-xdist), differential tests against
+## transformers included, property tests at the "ci" hypothesis profile; not the wheel test
 test: $(TEST_STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto -m "not wheel"
+
+## make test-full: the same with the "deep" hypothesis profile (many more examples), and the wheel
+test-full: $(TEST_STAMP)
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest -n auto
+
+## make test-wheel: build the wheel, install it into a fresh virtualenv, run every CLI verb there
+test-wheel: $(TEST_STAMP)
+	$(PY) -m pytest -m wheel
+
+## make extras: install the ray and dask extras, so that their tests run
+extras: $(EXTRAS_STAMP)
 
 ## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json)
 bench: $(TEST_STAMP)
@@ -51,6 +69,10 @@ bench: $(TEST_STAMP)
 ## make bench-hostile: time per chunk on hostile outputs, and a 10 MB stream (writes bench/hostile.json)
 bench-hostile: $(TEST_STAMP)
 	$(PY) bench/hostile.py
+
+## make bench-batch: records/s of parse-jsonl, Ray Data and Dask on 100,000 records (writes bench/batch.json)
+bench-batch: $(EXTRAS_STAMP)
+	$(PY) bench/batch.py
 
 ## make bench-stream: time per chunk of an OpenAI stream over one long tool call (writes bench/stream.json)
 bench-stream: $(TEST_STAMP)

@@ -1,7 +1,10 @@
 """The catalog at a glance: a markdown table of templates_catalog/ (`python -m compiler catalog`).
 
 One row per entry: its name, models, the delimiters of each field, whether the template
-needs format extensions beyond v1, and how many fixture cases tests/fixtures/NAME.json has.
+needs format extensions beyond v1, how many fixture cases tests/fixtures/NAME.json has, and
+what becomes of a malformed call under the strict and the server policy (the entry's
+optional "malformed" key). Then every model id and id pattern, with the entry
+`templates_catalog.for_model` resolves it to.
 `python -m compiler catalog --write` also writes the table to templates_catalog/README.md.
 """
 
@@ -11,6 +14,8 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+
+import templates_catalog
 
 from . import catalog, spec
 
@@ -23,7 +28,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _NAMED_CONTROL = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
-def index(root: Path = catalog.ROOT) -> str:
+def index(root: Path | None = None) -> str:
     """The catalog as a markdown document: a short legend and one table row per entry."""
     names = catalog.entry_names(root)
     lines = [
@@ -36,23 +41,64 @@ def index(root: Path = catalog.ROOT) -> str:
         "separated by /, and — means none (the field has no open or no close delimiter).",
         "Long delimiters are shortened with …. *format* is v1 for a template transformers",
         "loads as is, or the format extensions it uses; *fixtures* counts the cases in",
-        "tests/fixtures/NAME.json.",
+        "tests/fixtures/NAME.json; *malformed call (strict / server)* says what becomes of a",
+        'call that does not parse under the default `on_error="raise"` and under the server',
+        'policy `on_error="content"` (the entry\'s `malformed` key; — when not documented).',
         "",
-        "| entry | models | delimiters | format | fixtures |",
-        "|---|---|---|---|---|",
+        "| entry | models | delimiters | format | fixtures | malformed call (strict / server) |",
+        "|---|---|---|---|---|---|",
     ]
     for name in names:
         lines.append(_row(name, root))
+    lines += ["", *_model_section(names, root)]
     return "\n".join(lines) + "\n"
 
 
-def write(root: Path = catalog.ROOT) -> Path:
+def _model_section(names: list[str], root: Path | None) -> list[str]:
+    """Which entry each model id resolves to (`templates_catalog.for_model`): every listed id,
+    then the patterns that resolve ids no entry lists (such as quantized re-uploads)."""
+    entries = {name: catalog.load_entry(name, root).data for name in names}
+    lines = [
+        "## Model ids",
+        "",
+        "`templates_catalog.for_model(model_id)` gives the entry for a Hugging Face model id: an id",
+        "listed below resolves to its entry (case-insensitively); any other id resolves through the",
+        "entries' `model_patterns` (regexes matched against the whole id, case-insensitively). An id",
+        "that nothing matches, or that several entries claim, raises a `LookupError` naming the",
+        "closest ids. Each id belongs to exactly one entry (tests/test_catalog_models.py).",
+        "",
+        "| model id | entry |",
+        "|---|---|",
+    ]
+    listed = sorted(
+        (model for entry in entries.values() for model in entry.get("models", [])),
+        key=str.casefold,
+    )
+    for model in listed:
+        lines.append(f"| {_cell(model)} | {_resolved(model, entries)} |")
+    lines += ["", "| pattern | entry |", "|---|---|"]
+    for name in names:
+        for pattern in entries[name].get("model_patterns", []):
+            lines.append(f"| *re* {_code(pattern)} | {_code(name)} |")
+    return lines
+
+
+def _resolved(model: str, entries: dict[str, Any]) -> str:
+    """The entry a model id resolves to; an inconsistent catalog shows the clash instead."""
+    try:
+        return _code(templates_catalog.resolve(model, entries))
+    except templates_catalog.ModelLookupError as error:
+        owners = ", ".join(_code(name) for _, name in error.candidates)
+        return f"**ambiguous**: {owners}"
+
+
+def write(root: Path | None = None) -> Path:
     """Write index() to templates_catalog/README.md; return the path (relative to root)."""
-    (root / README).write_text(index(root), encoding="utf-8")
+    ((catalog.ROOT if root is None else root) / README).write_text(index(root), encoding="utf-8")
     return README
 
 
-def _row(name: str, root: Path) -> str:
+def _row(name: str, root: Path | None) -> str:
     entry = catalog.load_entry(name, root)
     template = entry.data["response_template"]
     models = entry.data.get("models", [])
@@ -65,8 +111,20 @@ def _row(name: str, root: Path) -> str:
         "<br>".join(_field_delimiters(template)) or "—",
         _cell(extensions(template)),
         str(fixture_count(name, root)),
+        _malformed(entry.data.get("malformed", {})),
     ]
     return "| " + " | ".join(cells) + " |"
+
+
+def _malformed(malformed: dict[str, str]) -> str:
+    """'strict: … <br>server: …' from the entry's "malformed" key; — when it is absent.
+    The prose names delimiters such as <tool_call>, which a renderer would read as HTML."""
+    parts = [
+        f"*{key}*: {_cell(_html_text(malformed[key]))}"
+        for key in catalog.MALFORMED_POLICIES
+        if key in malformed
+    ]
+    return "<br>".join(parts) or "—"
 
 
 def extensions(template: Any) -> str:
@@ -78,9 +136,10 @@ def extensions(template: Any) -> str:
     return ", ".join(names) if names else "v1"
 
 
-def fixture_count(name: str, root: Path = catalog.ROOT) -> int:
-    """The number of cases in tests/fixtures/NAME.json (0 when there is no such file)."""
-    path = root / FIXTURES / f"{name}.json"
+def fixture_count(name: str, root: Path | None = None) -> int:
+    """The number of cases in tests/fixtures/NAME.json (0 when there is no such file, as in
+    an installed wheel, which ships no tests)."""
+    path = (catalog.ROOT if root is None else root) / FIXTURES / f"{name}.json"
     if not path.exists():
         return 0
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -134,6 +193,11 @@ def _code(text: str) -> str:
     pad = pad or (text.startswith(" ") and text.endswith(" ") and text.strip() != "")
     inner = f" {text} " if pad else text
     return _cell(f"{fence}{inner}{fence}")
+
+
+def _html_text(text: str) -> str:
+    """Text that shows as written where markdown allows inline HTML (&, <, > escaped)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _cell(text: str) -> str:

@@ -9,6 +9,7 @@ is formatted with black in-process and parsed with `ast` before anyone sees it.
 from __future__ import annotations
 
 import ast
+import importlib
 import keyword
 import os
 import re
@@ -31,6 +32,7 @@ from .ir import (
     PythonicContent,
     Template,
     TextContent,
+    UnwrapContent,
     XmlInlineContent,
 )
 from .quoting import comment, identifier, quote
@@ -45,6 +47,7 @@ OPERATION_FUNCTIONS = {
     "x-single-key": "single_key",
     "x-first": "first_of",
     "x-each": "each_of",
+    "x-as-list": "as_list",
 }
 # Exception classes a Deferred plan may raise, as written in generated code.
 DEFERRED_ERRORS = {
@@ -76,6 +79,7 @@ class PlanNames:
             KvLinesContent: "kv",
             PythonicContent: "pythonic",
             JsonStreamContent: "jsonstream",
+            UnwrapContent: "unwrap",
             Deferred: "deferred",
         }[type(self.plan)]
 
@@ -83,7 +87,7 @@ class PlanNames:
     def has_constants(self) -> bool:
         """Whether the plan needs module constants (a compiled tag pattern, string delimiters)."""
         plan = self.plan
-        return isinstance(plan, XmlInlineContent) or (
+        return isinstance(plan, (XmlInlineContent, UnwrapContent)) or (
             isinstance(plan, JsonContent) and bool(plan.string_delims)
         )
 
@@ -125,16 +129,14 @@ class FieldNames:
 
     def identifiers(self) -> list[str]:
         names = [self.state, self.feed, self.close]
-        names += [f"{self.upper}_{suffix}" for suffix in ("STOP", "STARTS", "LITERALS")]
+        names += [f"{self.upper}_{suffix}" for suffix in ("STOP", "LITERALS")]
         for kind in ("open", "close"):
             base = self.delimiter(kind)
             names += [
                 base,
                 f"{base}_RE",
                 f"{base}_RUNS",
-                f"{base}_HOLDBACK",
                 f"{base}_PREFIX",
-                f"{base}_PREFIX_HOLDBACK",
             ]
         for plan in self.content.walk():
             names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
@@ -208,19 +210,10 @@ class StateContext:
     constant: str
     feed: str | None  # fast-path method, None when every chunk must be scanned
     stop: str | None  # constant holding a compiled stop-character class, if used
-    starts: str | None  # constant holding the test for a delimiter starting in a chunk
+    # Whether the fast path asks the state if a start text occurs (State.may_start): the
+    # texts are all known, and the character test alone would send too much to the scan.
+    starts: bool
     literals_constant: str  # constant holding the alternation of the state's literals
-
-    @property
-    def starts_pattern(self) -> str:
-        """Matches where a watched delimiter occurs in a chunk, or begins at its end."""
-        texts = self.plan.start_texts or ()
-        pieces = sorted(
-            {text[:end] for text in texts for end in range(1, len(text))},
-            key=lambda p: (-len(p), p),
-        )
-        whole = "|".join(re.escape(text) for text in sorted(texts, key=lambda t: (-len(t), t)))
-        return whole + "|(?P<tail>" + "|".join(re.escape(piece) for piece in pieces) + r")\Z"
 
     @property
     def stop_pattern(self) -> str:
@@ -257,9 +250,23 @@ class StateContext:
         )
 
 
+def _build_dependency(module: str) -> Any:
+    """Import a build dependency (jinja2, black); without it, say which extra brings it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+        raise ModuleNotFoundError(
+            f"compiling a template needs {module}, which is not installed: "
+            "pip install 'response-template-compiler[build]'",
+            name=module,
+        ) from None
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
-    import jinja2
+    jinja2 = _build_dependency("jinja2")
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("compiler", "templates"),
@@ -358,7 +365,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
                 if w.profile
             },
             uses_regex=_needs_regex(template, field_names),
-            uses_re=any(item.stop or item.starts or item.literal_watches for item in states),
+            uses_re=any(item.stop or item.literal_watches for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
             default_keys=set(template.defaults),
             runtime_imports=_runtime_imports(template, field_names, states),
@@ -375,7 +382,7 @@ def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
         return True
     for names in fields:
         for plan in names.content.walk():
-            if isinstance(plan.plan, XmlInlineContent) or (
+            if isinstance(plan.plan, (XmlInlineContent, UnwrapContent)) or (
                 isinstance(plan.plan, JsonContent)
                 and plan.plan.string_delims
                 and not isinstance(plan.plan.string_delims, Deferred)
@@ -403,7 +410,7 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         constant=names.state if names is not None else "SINK",
         feed=feed,
         stop=stop,
-        starts=f"{prefix}_STARTS" if feed and plan.start_texts else None,
+        starts=bool(feed and plan.start_texts),
         literals_constant=f"{prefix}_LITERALS",
     )
 
@@ -436,6 +443,8 @@ def _runtime_imports(
                 used.add("parse_pythonic")
             elif isinstance(plan.plan, JsonStreamContent):
                 used.add("parse_json_stream")
+            elif isinstance(plan.plan, UnwrapContent):
+                used.add("unwrap_text")
         if f.join is not None:
             used.add("require_str")
         if f.extend:
@@ -478,7 +487,7 @@ def _operations(node: Any) -> list[Operation]:
 
 def format_source(source: str) -> str:
     """black, in-process, with the project's settings."""
-    import black
+    black = _build_dependency("black")
 
     mode = black.Mode(line_length=LINE_LENGTH, target_versions={black.TargetVersion.PY310})
     return black.format_str(source, mode=mode)

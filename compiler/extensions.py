@@ -23,6 +23,7 @@ from .ir import (
     Deferred,
     JsonStreamContent,
     PythonicContent,
+    UnwrapContent,
     XmlInlineContent,
 )
 from .regex_profile import literal_suffix
@@ -36,6 +37,7 @@ PARSER_ARGS: dict[str, dict[str, type | tuple[type, ...]]] = {
         "kind_parsers": dict,
         "merge_duplicates": bool,
     },
+    "x-unwrap": {"pattern": str, "strip": bool},
 }
 
 
@@ -100,12 +102,33 @@ def lower_extension_content(kind: str, args: Any, path: str) -> ContentPlan:
         )
     if kind == "x-xml-inline":
         return _xml_inline(args, path)
+    if kind == "x-unwrap":
+        return _unwrap(args, path)
     separators = args.get("separators", [])
     if not all(isinstance(item, str) and item for item in separators):
         raise TemplateError(f"{path}.separators", "must be a list of non-empty strings")
     return JsonStreamContent(
         separators=tuple(separators), skip_invalid=args.get("skip_invalid", False)
     )
+
+
+def _unwrap(args: dict[str, Any], path: str) -> UnwrapContent:
+    """x-unwrap: `pattern` matches one piece of inline markup (e.g. a citation); its named
+    group `text`, when it has one, is the text the markup wraps, which is kept."""
+    if "pattern" not in args:
+        raise TemplateError(f"{path}.pattern", "required by x-unwrap")
+    try:
+        compiled = regex.compile(args["pattern"], regex.DOTALL)
+    except regex.error as error:
+        raise TemplateError(f"{path}.pattern", f"invalid regex: {error}") from None
+    if compiled.match(""):
+        raise TemplateError(f"{path}.pattern", "must not match the empty string")
+    if set(compiled.groupindex) - {"text"}:
+        raise TemplateError(
+            f"{path}.pattern",
+            f"only the named group 'text' is used, got {sorted(compiled.groupindex)}",
+        )
+    return UnwrapContent(pattern=args["pattern"], strip=args.get("strip", True))
 
 
 def _xml_inline(args: dict[str, Any], path: str) -> XmlInlineContent:

@@ -9,7 +9,7 @@ it verbatim as the module's TEMPLATE constant.
         open / close: Delimiter   literals or a regex, with its key path
         plan: ContentPlan         TextContent | JsonContent | XmlInlineContent
                                   | KvLinesContent | PythonicContent
-                                  | JsonStreamContent | Deferred
+                                  | JsonStreamContent | UnwrapContent | Deferred
         transform: transform tree (JSON values, Placeholder leaves, Operation nodes)
       start_anchor: Delimiter
 """
@@ -43,13 +43,6 @@ class Delimiter:
         """Whether one literal is a proper prefix of another (a match could still grow)."""
         literals = self.literals or ()
         return any(a != b and a.startswith(b) for a in literals for b in literals)
-
-    @property
-    def holdback(self) -> frozenset[str]:
-        """Buffer suffixes to hold back: the proper, non-empty prefixes of the literals."""
-        return frozenset(
-            literal[:end] for literal in self.literals or () for end in range(1, len(literal))
-        )
 
 
 @dataclass(frozen=True)
@@ -120,14 +113,24 @@ class JsonStreamContent:
     skip_invalid: bool = False
 
 
+@dataclass(frozen=True)
+class UnwrapContent:
+    """Extension x-unwrap: text with inline markup replaced by the text it wraps."""
+
+    pattern: str  # each match becomes its `text` group ("" without one)
+    strip: bool = True
+
+
 ContentPlan: TypeAlias = (
-    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | PythonicContent | JsonStreamContent | Deferred"
+    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | PythonicContent | JsonStreamContent | UnwrapContent | Deferred"
 )
 
 CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"})
 # Extensions beyond v1 (runtime/extensions.py); a template using one is not plain v1.
-EXTENSION_PARSERS = frozenset({"x-pythonic", "x-json-stream", "x-xml-inline"})
-EXTENSION_OPERATIONS = frozenset({"x-json-decode", "x-single-key", "x-first", "x-each"})
+EXTENSION_PARSERS = frozenset({"x-pythonic", "x-json-stream", "x-xml-inline", "x-unwrap"})
+EXTENSION_OPERATIONS = frozenset(
+    {"x-json-decode", "x-single-key", "x-first", "x-each", "x-as-list"}
+)
 EXTENSION_FIELD_KEYS = frozenset({"x-extend"})
 # Content parsers whose chunks are part of the final value (region_chunk dirty=False).
 STREAMABLE = frozenset({"text", "int", "float", "bool"})

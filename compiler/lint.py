@@ -30,7 +30,7 @@ from typing import Any
 
 import regex
 
-from .ir import Deferred, Delimiter, Field, Placeholder, Template
+from .ir import Deferred, Delimiter, Field, Operation, Placeholder, Template
 from .regex_profile import nullable, parse, profile, sre
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -223,6 +223,8 @@ def _branches_overlap(av: Any) -> bool:
 def _placeholders(node: Any) -> list[Placeholder]:
     if isinstance(node, Placeholder):
         return [node]
+    if isinstance(node, Operation):  # an extension operation reads its argument's placeholders
+        return _placeholders(node.argument)
     if isinstance(node, dict):
         return [p for value in node.values() for p in _placeholders(value)]
     if isinstance(node, list):

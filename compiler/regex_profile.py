@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+import regex
 
 try:  # Python 3.11+
     import re._constants as sre  # type: ignore[import-not-found]
@@ -67,11 +69,6 @@ class RegexProfile:
     runs: tuple[Run, ...] = ()
 
     @property
-    def prefix_holdback(self) -> frozenset[str]:
-        """The literal prefix's proper, non-empty prefixes: where a partial match can start."""
-        return frozenset(self.literal_prefix[:end] for end in range(1, len(self.literal_prefix)))
-
-    @property
     def kind(self) -> str:
         """`prefiltered` (a first-character test can skip it) or `always-searched`."""
         return "always-searched" if self.first_chars is None else "prefiltered"
@@ -80,8 +77,26 @@ class RegexProfile:
 UNKNOWN = RegexProfile(lookbehind=None, first_chars=None, analysed=False)
 
 
+# regex-only classes of one character: Unicode properties (\p{L}, \pL, \P{...}) and POSIX
+# classes ([[:alpha:]]). Each is read as a stand-in class of one character (\w, \W):
+# the structure is the same, and the stand-in's characters are never enumerated, so
+# nothing is assumed about which characters it matches.
+_REGEX_ONLY_CLASS = re.compile(r"\\[pP](?:\{[^}]*\}|[A-Za-z])|\[:(\^?)[A-Za-z]+:\]|\\.", re.DOTALL)
+
+
+def _stand_in(match: re.Match[str]) -> str:
+    text = match.group(0)
+    if text.startswith("[:"):
+        return r"\W" if match.group(1) else r"\w"
+    if text[:2] in ("\\p", "\\P") and len(text) > 2:
+        return r"\W" if text[1] == "P" else r"\w"
+    return text  # any other escape, as written
+
+
 def parse(pattern: str) -> Any:
-    """The stdlib parse tree of `pattern`, or None outside the subset both engines share."""
+    """The stdlib parse tree of `pattern`, or None outside the subset both engines share
+    (regex-only one-character classes are read as stand-ins, see _REGEX_ONLY_CLASS)."""
+    pattern = _REGEX_ONLY_CLASS.sub(_stand_in, pattern)
     if not _in_common_subset(pattern):
         return None
     try:
@@ -134,7 +149,7 @@ def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
     runs: list[Run] = []
     for index, (op, av) in enumerate(items):
         repeat = _single_repeat(op, av)
-        if repeat is None or index == 0 or nullable(items[:index]):
+        if repeat is None or index == 0:
             continue
         lazy, body = repeat
         rest = items[index + 1 :]
@@ -152,7 +167,7 @@ def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
             starts, _ = first(rest)
             if run is None or starts is None:
                 continue  # what follows could start inside the run
-            compiled = re.compile(run, re.DOTALL)
+            compiled = regex.compile(run, regex.DOTALL)  # the engine that will run it
             if any(compiled.fullmatch(char) for char in starts):
                 continue
             literal = ""
@@ -182,20 +197,99 @@ def _all_literal(items: list[Any]) -> bool:
 
 
 def _source_span(pattern: str, items: list[Any], index: int) -> tuple[int, int] | None:
-    """Where item `index` is written in `pattern`: the cuts that reparse to the items."""
-    before, item = str(items[:index]), str(items[index : index + 1])
-    for cut in range(len(pattern)):
-        head = parse(pattern[:cut])
-        if head is None or str(list(head)) != before:
+    """Where item `index` of the parse tree is written in `pattern`, or None.
+
+    The top level is split into atoms (an escape, a set, a group or a character, each
+    with its quantifier); the atom's span is then checked by reparsing both sides, so
+    a split this function gets wrong only loses the optimisation. Linear in the pattern:
+    no search over every cut.
+    """
+    spans = _atoms(pattern)
+    if spans is None or index >= len(spans) or len(spans) != len(items):
+        return None
+    start, end = spans[index]
+    head, item = parse(pattern[:start]), parse(pattern[start:end])
+    if head is None or item is None or str(list(head)) != str(items[:index]):
+        return None
+    return (start, end) if str(list(item)) == str(items[index : index + 1]) else None
+
+
+_QUANTIFIER_AT = re.compile(r"(?:[*+?]|\{\d*(?:,\d*)?\})[?+]?")
+
+
+def _atoms(pattern: str) -> list[tuple[int, int]] | None:
+    """The spans of the pattern's top-level atoms with their quantifiers; None for a
+    top-level alternation or unbalanced text."""
+    spans: list[tuple[int, int]] = []
+    index, size = 0, len(pattern)
+    while index < size:
+        start, char = index, pattern[index]
+        if char == "\\":
+            index += 2
+            if pattern[index - 1 : index] in ("p", "P", "N") and pattern.startswith("{", index):
+                index = pattern.find("}", index) + 1
+                if index == 0:
+                    return None
+            elif pattern[index - 1 : index] in ("p", "P"):
+                index += 1  # \pL: a one-letter property
+        elif char == "[":
+            index = _set_end(pattern, index)
+        elif char == "(":
+            index = _group_end(pattern, index)
+        elif char == "|":
+            return None
+        else:
+            index += 1
+        if index <= start or index > size:
+            return None
+        quantifier = _QUANTIFIER_AT.match(pattern, index)
+        if quantifier is not None:
+            index = quantifier.end()
+        spans.append((start, index))
+    return spans
+
+
+def _set_end(pattern: str, index: int) -> int:
+    """The index after the set that starts at `index` ('[')."""
+    index += 1
+    if pattern.startswith("^", index):
+        index += 1
+    if pattern.startswith("]", index):
+        index += 1
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+        elif pattern[index] == "]":
+            return index + 1
+        else:
+            index += 1
+    return -1
+
+
+def _group_end(pattern: str, index: int) -> int:
+    """The index after the group that starts at `index` ('(')."""
+    depth = 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
             continue
-        for end in range(cut + 1, len(pattern) + 1):
-            tree = parse(pattern[cut:end])
-            if tree is not None and str(list(tree)) == item:
-                return cut, end
-    return None
+        if char == "[":
+            index = _set_end(pattern, index)
+            if index == -1:
+                return -1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        index += 1
+    return -1
 
 
-def _run_pattern(text: str, body: list[Any]) -> str | None | bool:
+def _run_pattern(text: str, body: list[Any]) -> str | Literal[False] | None:
     """A pattern for a run of the repeat written as `text` (its body item `body`): None
     for any character, False if its source cannot be isolated."""
     if body[0][0] is sre.ANY:

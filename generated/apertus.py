@@ -66,25 +66,6 @@ START_ANCHOR = ("<|assistant_start|>",)
 
 # fields.thinking.open
 THINKING_OPEN = "<|inner_prefix|>"
-THINKING_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|i",
-        "<|in",
-        "<|inn",
-        "<|inne",
-        "<|inner",
-        "<|inner_",
-        "<|inner_p",
-        "<|inner_pr",
-        "<|inner_pre",
-        "<|inner_pref",
-        "<|inner_prefi",
-        "<|inner_prefix",
-        "<|inner_prefix|",
-    }
-)
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -93,25 +74,6 @@ THINKING_CLOSE_RE = regex.compile(r"<\|inner_suffix\|>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 THINKING_CLOSE_RUNS = (HeldRun(r"<\|inner_suffix\|>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "<|inner_suffix|>"
-THINKING_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|i",
-        "<|in",
-        "<|inn",
-        "<|inne",
-        "<|inner",
-        "<|inner_",
-        "<|inner_s",
-        "<|inner_su",
-        "<|inner_suf",
-        "<|inner_suff",
-        "<|inner_suffi",
-        "<|inner_suffix",
-        "<|inner_suffix|",
-    }
-)
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -121,41 +83,12 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<\|tools_prefix\|>", regex.DOTALL)
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"<\|tools_suffix\|>\s*|<\|assistant_end\|>", regex.DOTALL)
 TOOL_CALLS_CLOSE_PREFIX = "<|"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset({"<"})
 
 # fields.content.close
 CONTENT_CLOSE = "<|assistant_end|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|a",
-        "<|as",
-        "<|ass",
-        "<|assi",
-        "<|assis",
-        "<|assist",
-        "<|assista",
-        "<|assistan",
-        "<|assistant",
-        "<|assistant_",
-        "<|assistant_e",
-        "<|assistant_en",
-        "<|assistant_end",
-        "<|assistant_end|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|assistant_end\|>|<\|inner_prefix\|>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(
-    r"<\|inner_suffix\|>|(?P<tail><\|inner_suffix\||<\|inner_suffix|<\|inner_suffi|<\|inner_suff|<\|inner_suf|<\|inner_su|<\|inner_s|<\|inner_|<\|inner|<\|inne|<\|inn|<\|in|<\|i|<\||<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(r"<\||(?P<tail><)\Z")
 
 
 class Parser(CompiledParser):
@@ -177,7 +110,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -197,11 +130,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -243,11 +172,9 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -256,15 +183,9 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE,
-                "tool_calls",
-                TOOL_CALLS_CLOSE_RE,
-                rank=0,
-                prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -274,17 +195,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(

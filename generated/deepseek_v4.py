@@ -72,7 +72,6 @@ START_ANCHOR = ("<｜Assistant｜></think>", "<｜Assistant｜>")
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -87,6 +86,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun('(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))', r"\s*"),
     HeldRun(
         '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="',
         '[^"]*',
@@ -205,14 +205,7 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(

@@ -68,35 +68,6 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<start_function_call>call:(?P<name>[\w.\-]+
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<start_function_call>call:", r"[\w.\-]*"),)
 TOOL_CALLS_OPEN_PREFIX = "<start_function_call>call:"
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<s",
-        "<st",
-        "<sta",
-        "<star",
-        "<start",
-        "<start_",
-        "<start_f",
-        "<start_fu",
-        "<start_fun",
-        "<start_func",
-        "<start_funct",
-        "<start_functi",
-        "<start_functio",
-        "<start_function",
-        "<start_function_",
-        "<start_function_c",
-        "<start_function_ca",
-        "<start_function_cal",
-        "<start_function_call",
-        "<start_function_call>",
-        "<start_function_call>c",
-        "<start_function_call>ca",
-        "<start_function_call>cal",
-        "<start_function_call>call",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -105,88 +76,15 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"<end_function_call>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<end_function_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<end_function_call>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<e",
-        "<en",
-        "<end",
-        "<end_",
-        "<end_f",
-        "<end_fu",
-        "<end_fun",
-        "<end_func",
-        "<end_funct",
-        "<end_functi",
-        "<end_functio",
-        "<end_function",
-        "<end_function_",
-        "<end_function_c",
-        "<end_function_ca",
-        "<end_function_cal",
-        "<end_function_call",
-    }
-)
 
 # fields.tool_calls.content_args.string_delims
 TOOL_CALLS_STRING_DELIMS = (regex.compile(r"<escape>(.*?)<escape>", regex.DOTALL),)
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<start_function_response>", "<end_of_turn>", "<eos>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<e",
-        "<en",
-        "<end",
-        "<end_",
-        "<end_o",
-        "<end_of",
-        "<end_of_",
-        "<end_of_t",
-        "<end_of_tu",
-        "<end_of_tur",
-        "<end_of_turn",
-        "<eo",
-        "<eos",
-        "<s",
-        "<st",
-        "<sta",
-        "<star",
-        "<start",
-        "<start_",
-        "<start_f",
-        "<start_fu",
-        "<start_fun",
-        "<start_func",
-        "<start_funct",
-        "<start_functi",
-        "<start_functio",
-        "<start_function",
-        "<start_function_",
-        "<start_function_r",
-        "<start_function_re",
-        "<start_function_res",
-        "<start_function_resp",
-        "<start_function_respo",
-        "<start_function_respon",
-        "<start_function_respons",
-        "<start_function_response",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<start_function_response>|<end_of_turn>|<eos>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<end_function_call>|(?P<tail><end_function_call|<end_function_cal|<end_function_ca|<end_function_c|<end_function_|<end_function|<end_functio|<end_functi|<end_funct|<end_func|<end_fun|<end_fu|<end_f|<end_|<end|<en|<e|<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<start_function_call>call:|<start_function_response>|<end_of_turn>|<eos>|(?P<tail><start_function_call>call|<start_function_call>cal|<start_function_response|<start_function_call>ca|<start_function_respons|<start_function_call>c|<start_function_respon|<start_function_call>|<start_function_respo|<start_function_call|<start_function_resp|<start_function_cal|<start_function_res|<start_function_ca|<start_function_re|<start_function_c|<start_function_r|<start_function_|<start_function|<start_functio|<start_functi|<end_of_turn|<start_funct|<end_of_tur|<start_func|<end_of_tu|<start_fun|<end_of_t|<start_fu|<end_of_|<start_f|<end_of|<start_|<end_o|<start|<end_|<star|<end|<eos|<sta|<en|<eo|<st|<e|<s|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -208,11 +106,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -239,7 +133,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -268,11 +162,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -281,11 +173,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
@@ -294,12 +182,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

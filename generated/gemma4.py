@@ -58,33 +58,9 @@ START_ANCHOR = ("<tool_response|>", "<|turn>model\n")
 
 # fields.thinking.open
 THINKING_OPEN = "<|channel>thought\n"
-THINKING_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|ch",
-        "<|cha",
-        "<|chan",
-        "<|chann",
-        "<|channe",
-        "<|channel",
-        "<|channel>",
-        "<|channel>t",
-        "<|channel>th",
-        "<|channel>tho",
-        "<|channel>thou",
-        "<|channel>thoug",
-        "<|channel>though",
-        "<|channel>thought",
-    }
-)
 
 # fields.thinking.close
 THINKING_CLOSE = "<channel|>"
-THINKING_CLOSE_HOLDBACK = frozenset(
-    {"<", "<c", "<ch", "<cha", "<chan", "<chann", "<channe", "<channel", "<channel|"}
-)
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -93,77 +69,15 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<\|tool_call>call:(?P<name>[\w.-]+)", regex
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|tool_call>call:", r"[\w.-]*"),)
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|t",
-        "<|to",
-        "<|too",
-        "<|tool",
-        "<|tool_",
-        "<|tool_c",
-        "<|tool_ca",
-        "<|tool_cal",
-        "<|tool_call",
-        "<|tool_call>",
-        "<|tool_call>c",
-        "<|tool_call>ca",
-        "<|tool_call>cal",
-        "<|tool_call>call",
-    }
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<tool_call|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<t",
-        "<to",
-        "<too",
-        "<tool",
-        "<tool_",
-        "<tool_c",
-        "<tool_ca",
-        "<tool_cal",
-        "<tool_call",
-        "<tool_call|",
-    }
-)
 
 # fields.tool_calls.content_args.string_delims
 TOOL_CALLS_STRING_DELIMS = (regex.compile('<\\|"\\|>(.*?)<\\|"\\|>', regex.DOTALL),)
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<e",
-        "<eo",
-        "<eos",
-        "<t",
-        "<tu",
-        "<tur",
-        "<turn",
-        "<turn|",
-        "<|",
-        "<|t",
-        "<|to",
-        "<|too",
-        "<|tool",
-        "<|tool_",
-        "<|tool_r",
-        "<|tool_re",
-        "<|tool_res",
-        "<|tool_resp",
-        "<|tool_respo",
-        "<|tool_respon",
-        "<|tool_respons",
-        "<|tool_response",
-    }
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"<channel\|>")
@@ -173,21 +87,6 @@ TOOL_CALLS_LITERALS = re.compile(r"<tool_call\|>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile("<\\|channel>thought\\\n|<\\|tool_response>|<turn\\|>|<eos>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(
-    r"<channel\|>|(?P<tail><channel\||<channel|<channe|<chann|<chan|<cha|<ch|<c|<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<tool_call\|>|(?P<tail><tool_call\||<tool_call|<tool_cal|<tool_ca|<tool_c|<tool_|<tool|<too|<to|<t|<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    "<\\|channel>thought\\\n|<\\|tool_call>call:|<\\|tool_response>|<turn\\|>|<eos>|(?P<tail><\\|channel>thought|<\\|channel>though|<\\|tool_call>call|<\\|channel>thoug|<\\|tool_call>cal|<\\|tool_response|<\\|channel>thou|<\\|tool_call>ca|<\\|tool_respons|<\\|channel>tho|<\\|tool_call>c|<\\|tool_respon|<\\|channel>th|<\\|tool_call>|<\\|tool_respo|<\\|channel>t|<\\|tool_call|<\\|tool_resp|<\\|channel>|<\\|tool_cal|<\\|tool_res|<\\|channel|<\\|tool_ca|<\\|tool_re|<\\|channe|<\\|tool_c|<\\|tool_r|<\\|chann|<\\|tool_|<turn\\||<\\|chan|<\\|tool|<turn|<\\|cha|<\\|too|<eos|<tur|<\\|ch|<\\|to|<eo|<tu|<\\|c|<\\|t|<e|<t|<\\||<)\\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -209,7 +108,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -229,11 +128,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -260,7 +155,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -280,26 +175,16 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -309,17 +194,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
@@ -329,12 +205,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -57,24 +57,6 @@ TOOL_CALLS_OPEN_RE = regex.compile(r"<\|message_sep\|>\s*function call<\|role_se
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|message_sep\|>", r"\s*", "function call<|role_sep|>"),)
 TOOL_CALLS_OPEN_PREFIX = "<|message_sep|>"
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|m",
-        "<|me",
-        "<|mes",
-        "<|mess",
-        "<|messa",
-        "<|messag",
-        "<|message",
-        "<|message_",
-        "<|message_s",
-        "<|message_se",
-        "<|message_sep",
-        "<|message_sep|",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -82,15 +64,9 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=<\|message_sep\|>)", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
-CONTENT_CLOSE_HOLDBACK = frozenset({"<", "</", "</s"})
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"</s>")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|message_sep\|>|</s>|(?P<tail><\|message_sep\||<\|message_sep|<\|message_se|<\|message_s|<\|message_|<\|message|<\|messag|<\|messa|<\|mess|<\|mes|<\|me|</s|<\|m|</|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -121,7 +97,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -149,11 +125,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
@@ -162,12 +134,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -65,116 +65,15 @@ START_ANCHOR = ("<|start|>assistant",)
 
 # fields.thinking.open
 THINKING_OPEN = "<|channel|>analysis<|message|>"
-THINKING_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|ch",
-        "<|cha",
-        "<|chan",
-        "<|chann",
-        "<|channe",
-        "<|channel",
-        "<|channel|",
-        "<|channel|>",
-        "<|channel|>a",
-        "<|channel|>an",
-        "<|channel|>ana",
-        "<|channel|>anal",
-        "<|channel|>analy",
-        "<|channel|>analys",
-        "<|channel|>analysi",
-        "<|channel|>analysis",
-        "<|channel|>analysis<",
-        "<|channel|>analysis<|",
-        "<|channel|>analysis<|m",
-        "<|channel|>analysis<|me",
-        "<|channel|>analysis<|mes",
-        "<|channel|>analysis<|mess",
-        "<|channel|>analysis<|messa",
-        "<|channel|>analysis<|messag",
-        "<|channel|>analysis<|message",
-        "<|channel|>analysis<|message|",
-    }
-)
 
 # fields.thinking.close
 THINKING_CLOSE = "<|end|>"
-THINKING_CLOSE_HOLDBACK = frozenset({"<", "<|", "<|e", "<|en", "<|end", "<|end|"})
 
 # fields.content.open (longest first, as the reference tries them)
 CONTENT_OPEN = ("<|channel|>commentary<|message|>", "<|channel|>final<|message|>")
-CONTENT_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|ch",
-        "<|cha",
-        "<|chan",
-        "<|chann",
-        "<|channe",
-        "<|channel",
-        "<|channel|",
-        "<|channel|>",
-        "<|channel|>c",
-        "<|channel|>co",
-        "<|channel|>com",
-        "<|channel|>comm",
-        "<|channel|>comme",
-        "<|channel|>commen",
-        "<|channel|>comment",
-        "<|channel|>commenta",
-        "<|channel|>commentar",
-        "<|channel|>commentary",
-        "<|channel|>commentary<",
-        "<|channel|>commentary<|",
-        "<|channel|>commentary<|m",
-        "<|channel|>commentary<|me",
-        "<|channel|>commentary<|mes",
-        "<|channel|>commentary<|mess",
-        "<|channel|>commentary<|messa",
-        "<|channel|>commentary<|messag",
-        "<|channel|>commentary<|message",
-        "<|channel|>commentary<|message|",
-        "<|channel|>f",
-        "<|channel|>fi",
-        "<|channel|>fin",
-        "<|channel|>fina",
-        "<|channel|>final",
-        "<|channel|>final<",
-        "<|channel|>final<|",
-        "<|channel|>final<|m",
-        "<|channel|>final<|me",
-        "<|channel|>final<|mes",
-        "<|channel|>final<|mess",
-        "<|channel|>final<|messa",
-        "<|channel|>final<|messag",
-        "<|channel|>final<|message",
-        "<|channel|>final<|message|",
-    }
-)
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|return|>", "<|end|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end|",
-        "<|r",
-        "<|re",
-        "<|ret",
-        "<|retu",
-        "<|retur",
-        "<|return",
-        "<|return|",
-    }
-)
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -187,48 +86,9 @@ TOOL_CALLS_OPEN_RUNS = (
     HeldRun(r"<\|channel\|>commentary to=functions\.(?P<name>\w+)", None, "<|message|>"),
 )
 TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|c",
-        "<|ch",
-        "<|cha",
-        "<|chan",
-        "<|chann",
-        "<|channe",
-        "<|channel",
-        "<|channel|",
-        "<|channel|>",
-        "<|channel|>c",
-        "<|channel|>co",
-        "<|channel|>com",
-        "<|channel|>comm",
-        "<|channel|>comme",
-        "<|channel|>commen",
-        "<|channel|>comment",
-        "<|channel|>commenta",
-        "<|channel|>commentar",
-        "<|channel|>commentary",
-        "<|channel|>commentary ",
-        "<|channel|>commentary t",
-        "<|channel|>commentary to",
-        "<|channel|>commentary to=",
-        "<|channel|>commentary to=f",
-        "<|channel|>commentary to=fu",
-        "<|channel|>commentary to=fun",
-        "<|channel|>commentary to=func",
-        "<|channel|>commentary to=funct",
-        "<|channel|>commentary to=functi",
-        "<|channel|>commentary to=functio",
-        "<|channel|>commentary to=function",
-        "<|channel|>commentary to=functions",
-    }
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|call|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset({"<", "<|", "<|c", "<|ca", "<|cal", "<|call", "<|call|"})
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"<\|end\|>")
@@ -242,22 +102,6 @@ TOOL_CALLS_LITERALS = re.compile(r"<\|call\|>")
 # The literals watched in state SINK, searched in one pass.
 _SINK_LITERALS = re.compile(
     r"<\|channel\|>commentary<\|message\|>|<\|channel\|>analysis<\|message\|>|<\|channel\|>final<\|message\|>"
-)
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"<\|end\|>|(?P<tail><\|end\||<\|end|<\|en|<\|e|<\||<)\Z")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|return\|>|<\|end\|>|(?P<tail><\|return\||<\|return|<\|retur|<\|end\||<\|retu|<\|end|<\|ret|<\|en|<\|re|<\|e|<\|r|<\||<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(r"<\|call\|>|(?P<tail><\|call\||<\|call|<\|cal|<\|ca|<\|c|<\||<)\Z")
-
-# A delimiter watched in state SINK occurs in a chunk, or begins at its end (tail).
-_SINK_STARTS = re.compile(
-    r"<\|channel\|>commentary\ to=functions\.|<\|channel\|>commentary<\|message\|>|<\|channel\|>analysis<\|message\|>|<\|channel\|>final<\|message\|>|(?P<tail><\|channel\|>commentary\ to=functions|<\|channel\|>commentary\ to=function|<\|channel\|>commentary\ to=functio|<\|channel\|>commentary\ to=functi|<\|channel\|>commentary<\|message\||<\|channel\|>commentary\ to=funct|<\|channel\|>commentary<\|message|<\|channel\|>analysis<\|message\||<\|channel\|>commentary\ to=func|<\|channel\|>commentary<\|messag|<\|channel\|>analysis<\|message|<\|channel\|>commentary\ to=fun|<\|channel\|>commentary<\|messa|<\|channel\|>analysis<\|messag|<\|channel\|>commentary\ to=fu|<\|channel\|>commentary<\|mess|<\|channel\|>analysis<\|messa|<\|channel\|>commentary\ to=f|<\|channel\|>commentary<\|mes|<\|channel\|>final<\|message\||<\|channel\|>analysis<\|mess|<\|channel\|>commentary\ to=|<\|channel\|>commentary<\|me|<\|channel\|>final<\|message|<\|channel\|>analysis<\|mes|<\|channel\|>commentary\ to|<\|channel\|>commentary<\|m|<\|channel\|>final<\|messag|<\|channel\|>analysis<\|me|<\|channel\|>commentary\ t|<\|channel\|>commentary<\||<\|channel\|>final<\|messa|<\|channel\|>analysis<\|m|<\|channel\|>commentary\ |<\|channel\|>commentary<|<\|channel\|>final<\|mess|<\|channel\|>analysis<\||<\|channel\|>commentary|<\|channel\|>final<\|mes|<\|channel\|>analysis<|<\|channel\|>commentar|<\|channel\|>final<\|me|<\|channel\|>analysis|<\|channel\|>commenta|<\|channel\|>final<\|m|<\|channel\|>analysi|<\|channel\|>comment|<\|channel\|>final<\||<\|channel\|>analys|<\|channel\|>commen|<\|channel\|>final<|<\|channel\|>analy|<\|channel\|>comme|<\|channel\|>final|<\|channel\|>anal|<\|channel\|>comm|<\|channel\|>fina|<\|channel\|>ana|<\|channel\|>com|<\|channel\|>fin|<\|channel\|>an|<\|channel\|>co|<\|channel\|>fi|<\|channel\|>a|<\|channel\|>c|<\|channel\|>f|<\|channel\|>|<\|channel\||<\|channel|<\|channe|<\|chann|<\|chan|<\|cha|<\|ch|<\|c|<\||<)\Z"
 )
 
 
@@ -280,7 +124,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -300,7 +144,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -320,11 +164,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -347,7 +187,7 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or ("<" in text and _SINK_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         return []
@@ -356,39 +196,24 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=0, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=0),),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -398,22 +223,8 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "content",
-                CONTENT_OPEN,
-                rank=0,
-                holdback=CONTENT_OPEN_HOLDBACK,
-                target=CONTENT_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=1,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
+            LiteralDelimiter(OPEN, "content", CONTENT_OPEN, rank=0, target=CONTENT_STATE),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=1, target=THINKING_STATE),
         ),
         literals_re=_SINK_LITERALS,
         patterns=(
@@ -423,12 +234,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=_SINK_STARTS,
         plain_tails=True,
         feed=_outside_regions,
         close=None,

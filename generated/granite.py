@@ -64,7 +64,6 @@ START_ANCHOR = ("<|start_of_role|>assistant<|end_of_role|>",)
 # Prefilter: a match can only start where its literal prefix does.
 THINKING_OPEN_RE = regex.compile(r"Here(?:'s| is) my thought process:", regex.DOTALL)
 THINKING_OPEN_PREFIX = "Here"
-THINKING_OPEN_PREFIX_HOLDBACK = frozenset({"H", "He", "Her"})
 
 # fields.thinking.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -75,89 +74,18 @@ THINKING_CLOSE_RE = regex.compile(
 
 # fields.tool_calls.open (longest first, as the reference tries them)
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<t",
-        "<to",
-        "<too",
-        "<tool",
-        "<tool_",
-        "<tool_c",
-        "<tool_ca",
-        "<tool_cal",
-        "<tool_call",
-        "<|",
-        "<|t",
-        "<|to",
-        "<|too",
-        "<|tool",
-        "<|tool_",
-        "<|tool_c",
-        "<|tool_ca",
-        "<|tool_cal",
-        "<|tool_call",
-        "<|tool_call|",
-    }
-)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|end_of_text|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_o",
-        "<|end_of",
-        "<|end_of_",
-        "<|end_of_t",
-        "<|end_of_te",
-        "<|end_of_tex",
-        "<|end_of_text",
-        "<|end_of_text|",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_of_text|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_o",
-        "<|end_of",
-        "<|end_of_",
-        "<|end_of_t",
-        "<|end_of_te",
-        "<|end_of_tex",
-        "<|end_of_text",
-        "<|end_of_text|",
-    }
-)
 
 # The literals watched in state TOOL_CALLS_STATE, searched in one pass.
 TOOL_CALLS_LITERALS = re.compile(r"<\|end_of_text\|>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|end_of_text\|>|(?P<tail><\|end_of_text\||<\|end_of_text|<\|end_of_tex|<\|end_of_te|<\|end_of_t|<\|end_of_|<\|end_of|<\|end_o|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>|Here|(?P<tail><\|end_of_text\||<\|end_of_text|<\|end_of_tex|<\|tool_call\||<\|end_of_te|<\|tool_call|<tool_call|<\|end_of_t|<\|tool_cal|<tool_cal|<\|end_of_|<\|tool_ca|<tool_ca|<\|end_of|<\|tool_c|<tool_c|<\|end_o|<\|tool_|<tool_|<\|end_|<\|tool|<tool|<\|end|<\|too|<too|<\|en|<\|to|<to|<\|e|<\|t|Her|<t|<\||He|<|H)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -188,11 +116,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -227,7 +151,7 @@ class Parser(CompiledParser):
         if (
             self._pending
             or not text
-            or (("<" in text or "H" in text) and CONTENT_STARTS.search(text) is not None)
+            or (("<" in text or "H" in text) and self._state.may_start(text))
         ):
             return self._scan_feed(text)
         self._fed += len(text)
@@ -256,13 +180,8 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -271,17 +190,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                TOOL_CALLS_OPEN,
-                rank=1,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=1, target=TOOL_CALLS_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
@@ -291,11 +201,9 @@ class Parser(CompiledParser):
                 THINKING_OPEN_RE,
                 rank=0,
                 prefix=THINKING_OPEN_PREFIX,
-                prefix_holdback=THINKING_OPEN_PREFIX_HOLDBACK,
                 target=THINKING_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

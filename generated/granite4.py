@@ -69,24 +69,6 @@ TOOL_CALLS_CLOSE_PREFIX = "<"
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_of_text|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_o",
-        "<|end_of",
-        "<|end_of_",
-        "<|end_of_t",
-        "<|end_of_te",
-        "<|end_of_tex",
-        "<|end_of_text",
-        "<|end_of_text|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|end_of_text\|>")
@@ -162,11 +144,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

@@ -56,24 +56,6 @@ START_ANCHOR = ("\nASSISTANT: ", "\nASSISTANT:")
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<function_call>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<f",
-        "<fu",
-        "<fun",
-        "<func",
-        "<funct",
-        "<functi",
-        "<functio",
-        "<function",
-        "<function_",
-        "<function_c",
-        "<function_ca",
-        "<function_cal",
-        "<function_call",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -81,30 +63,9 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"(?=<function_call>)|<\|endoftext\|>", rege
 
 # fields.content.close
 CONTENT_CLOSE = "<|endoftext|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|endo",
-        "<|endof",
-        "<|endoft",
-        "<|endofte",
-        "<|endoftex",
-        "<|endoftext",
-        "<|endoftext|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<function_call>|<\|endoftext\|>")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<function_call>|<\|endoftext\|>|(?P<tail><function_call|<function_cal|<function_ca|<\|endoftext\||<function_c|<\|endoftext|<function_|<\|endoftex|<function|<\|endofte|<functio|<\|endoft|<functi|<\|endof|<funct|<\|endo|<func|<\|end|<fun|<\|en|<fu|<\|e|<f|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -143,7 +104,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -175,19 +136,11 @@ class Parser(CompiledParser):
         "content",
         literals=(
             LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=0,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=0, target=TOOL_CALLS_STATE
             ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
         ),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

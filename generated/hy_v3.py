@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -98,9 +97,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call(?::[^\s>]+)?>\s*", regex.DOTAL
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call(?::[^\s>]+)?>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {"<", "</", "</t", "</to", "</too", "</tool", "</tool_", "</tool_c", "</tool_ca", "</tool_cal"}
-)
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -114,11 +110,6 @@ CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTA
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 CONTENT_CLOSE_RUNS = (HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</tool_call|(?P<tail></tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -149,11 +140,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -202,11 +189,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,

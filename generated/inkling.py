@@ -23,6 +23,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     LiteralDelimiter,
     RegexDelimiter,
     State,
@@ -72,79 +73,36 @@ START_ANCHOR = ("<|message_model|>",)
 THINKING_OPEN_RE = regex.compile(
     r"(?:<\|message_model\|>)?[^<]*<\|content_thinking\|>", regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_OPEN_RUNS = (HeldRun(r"(?:<\|message_model\|>)?", r"[^<]*", "<|content_thinking|>"),)
 
 # fields.thinking.close
 THINKING_CLOSE = "<|end_message|>"
-THINKING_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_m",
-        "<|end_me",
-        "<|end_mes",
-        "<|end_mess",
-        "<|end_messa",
-        "<|end_messag",
-        "<|end_message",
-        "<|end_message|",
-    }
-)
 
 # fields.content.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_OPEN_RE = regex.compile(r"(?:<\|message_model\|>)?[^<]*<\|content_text\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_OPEN_RUNS = (HeldRun(r"(?:<\|message_model\|>)?", r"[^<]*", "<|content_text|>"),)
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_message|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_m",
-        "<|end_me",
-        "<|end_mes",
-        "<|end_mess",
-        "<|end_messa",
-        "<|end_messag",
-        "<|end_message",
-        "<|end_message|",
-    }
-)
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"(?:<\|message_model\|>)?[^<]*<\|content_invoke_tool_json\|>", regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"(?:<\|message_model\|>)?", r"[^<]*", "<|content_invoke_tool_json|>"),
+)
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|end_message|>"
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|end_",
-        "<|end_m",
-        "<|end_me",
-        "<|end_mes",
-        "<|end_mess",
-        "<|end_messa",
-        "<|end_messag",
-        "<|end_message",
-        "<|end_message|",
-    }
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"<\|end_message\|>")
@@ -154,21 +112,6 @@ CONTENT_LITERALS = re.compile(r"<\|end_message\|>")
 
 # The literals watched in state TOOL_CALLS_STATE, searched in one pass.
 TOOL_CALLS_LITERALS = re.compile(r"<\|end_message\|>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(
-    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
-)
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|end_message\|>|(?P<tail><\|end_message\||<\|end_message|<\|end_messag|<\|end_messa|<\|end_mess|<\|end_mes|<\|end_me|<\|end_m|<\|end_|<\|end|<\|en|<\|e|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -190,7 +133,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -212,7 +155,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -234,11 +177,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -266,13 +205,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -281,13 +215,8 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=0, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=0),),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,
@@ -296,13 +225,8 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -312,9 +236,30 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         patterns=(
-            RegexDelimiter(OPEN, "content", CONTENT_OPEN_RE, rank=0, target=CONTENT_STATE),
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=1, target=THINKING_STATE),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=2, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "content",
+                CONTENT_OPEN_RE,
+                rank=0,
+                runs=CONTENT_OPEN_RUNS,
+                target=CONTENT_STATE,
+            ),
+            RegexDelimiter(
+                OPEN,
+                "thinking",
+                THINKING_OPEN_RE,
+                rank=1,
+                runs=THINKING_OPEN_RUNS,
+                target=THINKING_STATE,
+            ),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=2,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
         ),
         feed=None,
         close=None,

@@ -57,35 +57,6 @@ START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<|action_start|><|plugin|>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|a",
-        "<|ac",
-        "<|act",
-        "<|acti",
-        "<|actio",
-        "<|action",
-        "<|action_",
-        "<|action_s",
-        "<|action_st",
-        "<|action_sta",
-        "<|action_star",
-        "<|action_start",
-        "<|action_start|",
-        "<|action_start|>",
-        "<|action_start|><",
-        "<|action_start|><|",
-        "<|action_start|><|p",
-        "<|action_start|><|pl",
-        "<|action_start|><|plu",
-        "<|action_start|><|plug",
-        "<|action_start|><|plugi",
-        "<|action_start|><|plugin",
-        "<|action_start|><|plugin|",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -94,42 +65,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"<\|action_end\|>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<\|action_end\|>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<|action_end|>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|a",
-        "<|ac",
-        "<|act",
-        "<|acti",
-        "<|actio",
-        "<|action",
-        "<|action_",
-        "<|action_e",
-        "<|action_en",
-        "<|action_end",
-        "<|action_end|",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|action_start\|><\|plugin\|>|<\|im_end\|>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|action_end\|>|(?P<tail><\|action_end\||<\|action_end|<\|action_en|<\|action_e|<\|action_|<\|action|<\|actio|<\|acti|<\|act|<\|ac|<\|a|<\||<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|action_start\|><\|plugin\|>|<\|im_end\|>|(?P<tail><\|action_start\|><\|plugin\||<\|action_start\|><\|plugin|<\|action_start\|><\|plugi|<\|action_start\|><\|plug|<\|action_start\|><\|plu|<\|action_start\|><\|pl|<\|action_start\|><\|p|<\|action_start\|><\||<\|action_start\|><|<\|action_start\|>|<\|action_start\||<\|action_start|<\|action_star|<\|action_sta|<\|action_st|<\|action_s|<\|action_|<\|im_end\||<\|action|<\|im_end|<\|actio|<\|im_en|<\|acti|<\|im_e|<\|act|<\|im_|<\|ac|<\|im|<\|a|<\|i|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -151,11 +92,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -183,7 +120,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -212,11 +149,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -227,19 +162,11 @@ class Parser(CompiledParser):
         "content",
         literals=(
             LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=0,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=0, target=TOOL_CALLS_STATE
             ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
         ),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -67,34 +67,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_calls>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_calls>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "</",
-        "</t",
-        "</to",
-        "</too",
-        "</tool",
-        "</tool_",
-        "</tool_c",
-        "</tool_ca",
-        "</tool_cal",
-        "</tool_call",
-        "</tool_calls",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|eom|>"
-CONTENT_CLOSE_HOLDBACK = frozenset({"<", "<|", "<|e", "<|eo", "<|eom", "<|eom|"})
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|eom\|>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</tool_calls>|(?P<tail></tool_calls|</tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -116,11 +94,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -170,11 +144,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -182,11 +154,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

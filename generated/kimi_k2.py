@@ -66,7 +66,6 @@ START_ANCHOR = ("<|im_assistant|>assistant<|im_middle|>",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -175,14 +174,7 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(

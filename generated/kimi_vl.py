@@ -41,31 +41,18 @@ START_ANCHOR = ("<|im_assistant|>assistant<|im_middle|>",)
 
 # fields.thinking.open
 THINKING_OPEN = "◁think▷"
-THINKING_OPEN_HOLDBACK = frozenset({"◁", "◁t", "◁th", "◁thi", "◁thin", "◁think"})
 
 # fields.thinking.close
 THINKING_CLOSE = "◁/think▷"
-THINKING_CLOSE_HOLDBACK = frozenset({"◁", "◁/", "◁/t", "◁/th", "◁/thi", "◁/thin", "◁/think"})
 
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile("◁/think▷")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile("<\\|im_end\\|>|◁think▷")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile("◁/think▷|(?P<tail>◁/think|◁/thin|◁/thi|◁/th|◁/t|◁/|◁)\\Z")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    "<\\|im_end\\|>|◁think▷|(?P<tail><\\|im_end\\||<\\|im_end|<\\|im_en|<\\|im_e|◁think|<\\|im_|◁thin|<\\|im|◁thi|<\\|i|◁th|<\\||◁t|<|◁)\\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -87,7 +74,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("◁" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("◁" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -110,7 +97,7 @@ class Parser(CompiledParser):
         if (
             self._pending
             or not text
-            or (("<" in text or "◁" in text) and CONTENT_STARTS.search(text) is not None)
+            or (("<" in text or "◁" in text) and self._state.may_start(text))
         ):
             return self._scan_feed(text)
         self._fed += len(text)
@@ -131,13 +118,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -145,20 +127,10 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
         ),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -62,11 +62,9 @@ START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
-THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -79,46 +77,15 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"<\|tool_call_end\|>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<\|tool_call_end\|>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|t",
-        "<|to",
-        "<|too",
-        "<|tool",
-        "<|tool_",
-        "<|tool_c",
-        "<|tool_ca",
-        "<|tool_cal",
-        "<|tool_call",
-        "<|tool_call_",
-        "<|tool_call_e",
-        "<|tool_call_en",
-        "<|tool_call_end",
-        "<|tool_call_end|",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"</think>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|im_end\|>|<think>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|tool_call_end\|>|(?P<tail><\|tool_call_end\||<\|tool_call_end|<\|tool_call_en|<\|tool_call_e|<\|tool_call_|<\|tool_call|<\|tool_cal|<\|tool_ca|<\|tool_c|<\|tool_|<\|tool|<\|too|<\|to|<\|t|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -140,7 +107,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -160,11 +127,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -209,13 +172,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -229,11 +187,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -243,17 +199,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(

@@ -53,28 +53,6 @@ START_ANCHOR = ("ASSISTANT:",)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<longcat_tool_call>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {
-        "<",
-        "<l",
-        "<lo",
-        "<lon",
-        "<long",
-        "<longc",
-        "<longca",
-        "<longcat",
-        "<longcat_",
-        "<longcat_t",
-        "<longcat_to",
-        "<longcat_too",
-        "<longcat_tool",
-        "<longcat_tool_",
-        "<longcat_tool_c",
-        "<longcat_tool_ca",
-        "<longcat_tool_cal",
-        "<longcat_tool_call",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -83,60 +61,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</longcat_tool_call>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</longcat_tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</longcat_tool_call>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "</",
-        "</l",
-        "</lo",
-        "</lon",
-        "</long",
-        "</longc",
-        "</longca",
-        "</longcat",
-        "</longcat_",
-        "</longcat_t",
-        "</longcat_to",
-        "</longcat_too",
-        "</longcat_tool",
-        "</longcat_tool_",
-        "</longcat_tool_c",
-        "</longcat_tool_ca",
-        "</longcat_tool_cal",
-        "</longcat_tool_call",
-    }
-)
 
 # fields.content.close
 CONTENT_CLOSE = "</longcat_s>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "</",
-        "</l",
-        "</lo",
-        "</lon",
-        "</long",
-        "</longc",
-        "</longca",
-        "</longcat",
-        "</longcat_",
-        "</longcat_s",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<longcat_tool_call>|</longcat_s>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</longcat_tool_call>|(?P<tail></longcat_tool_call|</longcat_tool_cal|</longcat_tool_ca|</longcat_tool_c|</longcat_tool_|</longcat_tool|</longcat_too|</longcat_to|</longcat_t|</longcat_|</longcat|</longca|</longc|</long|</lon|</lo|</l|</|<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<longcat_tool_call>|</longcat_s>|(?P<tail><longcat_tool_call|<longcat_tool_cal|<longcat_tool_ca|<longcat_tool_c|<longcat_tool_|<longcat_tool|<longcat_too|</longcat_s|<longcat_to|</longcat_|<longcat_t|</longcat|<longcat_|</longca|<longcat|</longc|<longca|</long|<longc|</lon|<long|</lo|<lon|</l|<lo|</|<l|<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -158,11 +88,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -182,7 +108,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -211,11 +137,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -226,19 +150,11 @@ class Parser(CompiledParser):
         "content",
         literals=(
             LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=0,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=0, target=TOOL_CALLS_STATE
             ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
         ),
         literals_re=CONTENT_LITERALS,
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -62,7 +62,6 @@ START_ANCHOR = ("<beginning_of_sentence>ai name=assistant\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -71,7 +70,6 @@ THINKING_CLOSE_RE = regex.compile(r"</think>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 THINKING_CLOSE_RUNS = (HeldRun(r"</think>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "</think>"
-THINKING_CLOSE_PREFIX_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -84,32 +82,9 @@ TOOL_CALLS_CLOSE_PREFIX = "<"
 
 # fields.content.close
 CONTENT_CLOSE = "<end_of_sentence>"
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<e",
-        "<en",
-        "<end",
-        "<end_",
-        "<end_o",
-        "<end_of",
-        "<end_of_",
-        "<end_of_s",
-        "<end_of_se",
-        "<end_of_sen",
-        "<end_of_sent",
-        "<end_of_sente",
-        "<end_of_senten",
-        "<end_of_sentenc",
-        "<end_of_sentence",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<end_of_sentence>|<think>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
 
 
 class Parser(CompiledParser):
@@ -131,7 +106,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -203,11 +178,9 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                prefix_holdback=THINKING_CLOSE_PREFIX_HOLDBACK,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -227,17 +200,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(

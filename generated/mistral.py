@@ -62,7 +62,6 @@ START_ANCHOR = ("[/TOOL_RESULTS]", "[/INST]")
 
 # fields.thinking.open
 THINKING_OPEN = "[THINK]"
-THINKING_OPEN_HOLDBACK = frozenset({"[", "[T", "[TH", "[THI", "[THIN", "[THINK"})
 
 # fields.thinking.close_pattern
 # Prefilter: every match starts with '<' or '['.
@@ -78,21 +77,6 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\[TOOL_CALLS\]", r"[^\[\]{}\s]*"),)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {
-        "[",
-        "[T",
-        "[TO",
-        "[TOO",
-        "[TOOL",
-        "[TOOL_",
-        "[TOOL_C",
-        "[TOOL_CA",
-        "[TOOL_CAL",
-        "[TOOL_CALL",
-        "[TOOL_CALLS",
-    }
-)
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -100,15 +84,9 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
-CONTENT_CLOSE_HOLDBACK = frozenset({"<", "</", "</s"})
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"\[THINK\]|</s>")
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"\[TOOL_CALLS\]|\[THINK\]|</s>|(?P<tail>\[TOOL_CALLS|\[TOOL_CALL|\[TOOL_CAL|\[TOOL_CA|\[TOOL_C|\[THINK|\[TOOL_|\[THIN|\[TOOL|\[THI|\[TOO|</s|\[TH|\[TO|</|\[T|<|\[)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -167,7 +145,7 @@ class Parser(CompiledParser):
         if (
             self._pending
             or not text
-            or (("<" in text or "[" in text) and CONTENT_STARTS.search(text) is not None)
+            or (("<" in text or "[" in text) and self._state.may_start(text))
         ):
             return self._scan_feed(text)
         self._fed += len(text)
@@ -205,17 +183,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                CLOSE, "content", (CONTENT_CLOSE,), rank=2, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
@@ -225,12 +194,10 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

@@ -64,65 +64,18 @@ START_ANCHOR = ("<|assistant|>",)
 # Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"functools(?=\[)", regex.DOTALL)
 TOOL_CALLS_OPEN_PREFIX = "functools"
-TOOL_CALLS_OPEN_PREFIX_HOLDBACK = frozenset(
-    {"f", "fu", "fun", "func", "funct", "functo", "functoo", "functool"}
-)
 
 # fields.tool_calls.close (longest first, as the reference tries them)
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
-TOOL_CALLS_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|endo",
-        "<|endof",
-        "<|endoft",
-        "<|endofte",
-        "<|endoftex",
-        "<|endoftext",
-        "<|endoftext|",
-        "<|end|",
-    }
-)
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|endoftext|>", "<|end|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|endo",
-        "<|endof",
-        "<|endoft",
-        "<|endofte",
-        "<|endoftex",
-        "<|endoftext",
-        "<|endoftext|",
-        "<|end|",
-    }
-)
 
 # The literals watched in state TOOL_CALLS_STATE, searched in one pass.
 TOOL_CALLS_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"<\|endoftext\|>|<\|end\|>|(?P<tail><\|endoftext\||<\|endoftext|<\|endoftex|<\|endofte|<\|endoft|<\|endof|<\|endo|<\|end\||<\|end|<\|en|<\|e|<\||<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<\|endoftext\|>|functools|<\|end\|>|(?P<tail><\|endoftext\||<\|endoftext|<\|endoftex|<\|endofte|<\|endoft|functool|<\|endof|functoo|<\|endo|<\|end\||functo|<\|end|funct|<\|en|func|<\|e|fun|<\||fu|<|f)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -144,11 +97,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -183,7 +132,7 @@ class Parser(CompiledParser):
         if (
             self._pending
             or not text
-            or (("<" in text or "f" in text) and CONTENT_STARTS.search(text) is not None)
+            or (("<" in text or "f" in text) and self._state.may_start(text))
         ):
             return self._scan_feed(text)
         self._fed += len(text)
@@ -206,13 +155,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0, holdback=TOOL_CALLS_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -220,11 +164,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
@@ -233,11 +173,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                prefix_holdback=TOOL_CALLS_OPEN_PREFIX_HOLDBACK,
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

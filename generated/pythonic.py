@@ -71,24 +71,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"(?<=\)\])\s*|(?=<\|eo[tm]_id\|>)", regex.D
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|eot_id|>", "<|eom_id|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|eo",
-        "<|eom",
-        "<|eom_",
-        "<|eom_i",
-        "<|eom_id",
-        "<|eom_id|",
-        "<|eot",
-        "<|eot_",
-        "<|eot_i",
-        "<|eot_id",
-        "<|eot_id|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
@@ -155,11 +137,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

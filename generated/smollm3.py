@@ -53,17 +53,12 @@ START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.thinking.open
 THINKING_OPEN = "<think>"
-THINKING_OPEN_HOLDBACK = frozenset({"<", "<t", "<th", "<thi", "<thin", "<think"})
 
 # fields.thinking.close
 THINKING_CLOSE = "</think>"
-THINKING_CLOSE_HOLDBACK = frozenset({"<", "</", "</t", "</th", "</thi", "</thin", "</think"})
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<tool_call>"
-TOOL_CALLS_OPEN_HOLDBACK = frozenset(
-    {"<", "<t", "<to", "<too", "<tool", "<tool_", "<tool_c", "<tool_ca", "<tool_cal", "<tool_call"}
-)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -72,21 +67,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call>\s*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
-TOOL_CALLS_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {
-        "<",
-        "</",
-        "</t",
-        "</to",
-        "</too",
-        "</tool",
-        "</tool_",
-        "</tool_c",
-        "</tool_ca",
-        "</tool_cal",
-        "</tool_call",
-    }
-)
 
 # fields.content.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -95,28 +75,12 @@ CONTENT_CLOSE_RE = regex.compile(r"<\|im_end\|>.*", regex.DOTALL)
 # that repeat, and the literal awaited after it.
 CONTENT_CLOSE_RUNS = (HeldRun(r"<\|im_end\|>", None),)
 CONTENT_CLOSE_PREFIX = "<|im_end|>"
-CONTENT_CLOSE_PREFIX_HOLDBACK = frozenset(
-    {"<", "<|", "<|i", "<|im", "<|im_", "<|im_e", "<|im_en", "<|im_end", "<|im_end|"}
-)
 
 # The literals watched in state THINKING_STATE, searched in one pass.
 THINKING_LITERALS = re.compile(r"</think>")
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<tool_call>|<think>")
-
-# A delimiter watched in state THINKING_STATE occurs in a chunk, or begins at its end (tail).
-THINKING_STARTS = re.compile(r"</think>|(?P<tail></think|</thin|</thi|</th|</t|</|<)\Z")
-
-# A delimiter watched in state TOOL_CALLS_STATE occurs in a chunk, or begins at its end (tail).
-TOOL_CALLS_STARTS = re.compile(
-    r"</tool_call>|(?P<tail></tool_call|</tool_cal|</tool_ca|</tool_c|</tool_|</tool|</too|</to|</t|</|<)\Z"
-)
-
-# A delimiter watched in state CONTENT_STATE occurs in a chunk, or begins at its end (tail).
-CONTENT_STARTS = re.compile(
-    r"<tool_call>|<\|im_end\|>|<think>|(?P<tail><tool_call|<tool_cal|<\|im_end\||<tool_ca|<\|im_end|<tool_c|<\|im_en|<think|<tool_|<\|im_e|<thin|<tool|<\|im_|<thi|<too|<\|im|<th|<to|<\|i|<t|<\||<)\Z"
-)
 
 
 class Parser(CompiledParser):
@@ -138,7 +102,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and THINKING_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -158,11 +122,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or ("<" in text and TOOL_CALLS_STARTS.search(text) is not None)
-        ):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -182,7 +142,7 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and CONTENT_STARTS.search(text) is not None):
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -202,13 +162,8 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "thinking", (THINKING_CLOSE,), rank=0, holdback=THINKING_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        starts=THINKING_STARTS,
         plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -222,11 +177,9 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                prefix_holdback=TOOL_CALLS_CLOSE_PREFIX_HOLDBACK,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        starts=TOOL_CALLS_STARTS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -236,21 +189,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
+            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
             LiteralDelimiter(
-                OPEN,
-                "thinking",
-                (THINKING_OPEN,),
-                rank=0,
-                holdback=THINKING_OPEN_HOLDBACK,
-                target=THINKING_STATE,
-            ),
-            LiteralDelimiter(
-                OPEN,
-                "tool_calls",
-                (TOOL_CALLS_OPEN,),
-                rank=1,
-                holdback=TOOL_CALLS_OPEN_HOLDBACK,
-                target=TOOL_CALLS_STATE,
+                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=1, target=TOOL_CALLS_STATE
             ),
         ),
         literals_re=CONTENT_LITERALS,
@@ -261,11 +202,9 @@ class Parser(CompiledParser):
                 CONTENT_CLOSE_RE,
                 rank=2,
                 prefix=CONTENT_CLOSE_PREFIX,
-                prefix_holdback=CONTENT_CLOSE_PREFIX_HOLDBACK,
                 runs=CONTENT_CLOSE_RUNS,
             ),
         ),
-        starts=CONTENT_STARTS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

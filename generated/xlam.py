@@ -77,35 +77,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
 
 # fields.content.close (longest first, as the reference tries them)
 CONTENT_CLOSE = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>")
-CONTENT_CLOSE_HOLDBACK = frozenset(
-    {
-        "<",
-        "<|",
-        "<|e",
-        "<|en",
-        "<|end",
-        "<|endo",
-        "<|endof",
-        "<|endoft",
-        "<|endofte",
-        "<|endoftex",
-        "<|endoftext",
-        "<|endoftext|",
-        "<|eo",
-        "<|eot",
-        "<|eot_",
-        "<|eot_i",
-        "<|eot_id",
-        "<|eot_id|",
-        "<|i",
-        "<|im",
-        "<|im_",
-        "<|im_e",
-        "<|im_en",
-        "<|im_end",
-        "<|im_end|",
-    }
-)
 
 # The literals watched in state CONTENT_STATE, searched in one pass.
 CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|eot_id\|>|<\|im_end\|>")
@@ -181,11 +152,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(
-            LiteralDelimiter(
-                CLOSE, "content", CONTENT_CLOSE, rank=1, holdback=CONTENT_CLOSE_HOLDBACK
-            ),
-        ),
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),

@@ -1,5 +1,8 @@
 """Optional integrations with other libraries; each module imports its library itself.
 
 `integrations.transformers` routes a transformers tokenizer's response parsing through the
-compiled parsers. Nothing in `compiler/`, `runtime/` or `generated/` imports from here.
+compiled parsers. `integrations.batch` parses records, columnar batches and blocks of
+JSON-lines files (standard library only: `parse-jsonl` runs it); `integrations.ray` and
+`integrations.dask` run it on Ray Data and Dask (the `ray` and `dask` extras). Nothing in
+`compiler/`, `runtime/` or `generated/` imports from here.
 """

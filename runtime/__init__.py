@@ -8,6 +8,7 @@ they call live in the sibling modules. Only `regex` is required at run time.
 from .automaton import CLOSE, OPEN, HeldRun, LiteralDelimiter, RegexDelimiter, State
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
 from .extensions import (
+    as_list,
     each_of,
     extend_list,
     first_of,
@@ -15,6 +16,7 @@ from .extensions import (
     parse_json_stream,
     parse_pythonic,
     single_key,
+    unwrap_text,
 )
 from .parser import (
     PARTS_PER_BLOCK,
@@ -39,6 +41,7 @@ __all__ = [
     "State",
     "after_last_literal",
     "after_last_match",
+    "as_list",
     "dig",
     "each_item",
     "each_of",
@@ -53,4 +56,5 @@ __all__ = [
     "parse_xml_inline",
     "require_str",
     "single_key",
+    "unwrap_text",
 ]

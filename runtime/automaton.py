@@ -1,6 +1,6 @@
 """The per-state delimiter automaton that generated modules declare as constants.
 
-A parser state watches a fixed set of delimiters (DESIGN.md, "What is watched in each
+A parser state watches a fixed set of delimiters (docs/design.md, "What is watched in each
 state"). One scan step asks, of each: where is its next match, and could more input
 still change it ("pending")? The reference answers with `regex`'s partial search: a
 complete match if there is one anywhere (the leftmost; the longest literal of a list at
@@ -22,6 +22,7 @@ searches each stretch of it once, not once per region.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,24 @@ def find_literal(buf: str, literal: str, start: int, end: int) -> int:
     return -1 if index == -1 else find(literal, index, end)
 
 
+def piece_at_end(text: str, literal: str, start: int = 0) -> int:
+    """Start of the longest suffix of text[start:] that is a proper, non-empty prefix of
+    `literal` (the literal may be arriving), or -1.
+
+    Candidates are the places of the literal's first character among the text's last
+    len(literal) - 1 characters, each checked once: no table of the literal's prefixes
+    is needed, so a literal of L characters costs O(L) to declare.
+    """
+    size = len(text)
+    lead = literal[0]
+    index = text.find(lead, max(start, size - len(literal) + 1))
+    while index != -1:
+        if literal.startswith(text[index:]):
+            return index
+        index = text.find(lead, index + 1)
+    return -1
+
+
 class HeldRun:
     """One way a held regex match can wait (RegexDelimiter.waits): the pattern's `head`
     up to a repeat of one character class, a pattern for a `run` of that class (None:
@@ -83,7 +102,7 @@ class HeldRun:
 class LiteralDelimiter:
     """A delimiter written as one literal or a list of literals (`open` / `close`)."""
 
-    __slots__ = ("kind", "field", "rank", "target", "literals", "can_extend", "holdback", "longest")
+    __slots__ = ("kind", "field", "rank", "target", "literals", "can_extend", "longest")
 
     def __init__(
         self,
@@ -92,7 +111,6 @@ class LiteralDelimiter:
         literals: tuple[str, ...],
         *,
         rank: int,
-        holdback: frozenset[str],
         can_extend: bool = False,
         target: State | None = None,
     ) -> None:
@@ -106,7 +124,6 @@ class LiteralDelimiter:
         # True when one literal is a proper prefix of another: a complete match that ends
         # at the buffer edge could then still grow, so it stays pending.
         self.can_extend = can_extend
-        self.holdback = holdback  # the literals' proper prefixes
         self.longest = max(len(literal) for literal in literals)
 
     def match_at(self, buf: str, index: int) -> int:
@@ -122,11 +139,8 @@ class LiteralDelimiter:
     def partial(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins one of these
         literals without completing it, or -1."""
-        size = len(buf)
-        for width in range(min(self.longest - 1, size - pos), 0, -1):
-            if buf[size - width :] in self.holdback:
-                return size - width
-        return -1
+        starts = [piece_at_end(buf, literal, pos) for literal in self.literals]
+        return min((start for start in starts if start != -1), default=-1)
 
 
 class RegexDelimiter:
@@ -135,7 +149,7 @@ class RegexDelimiter:
     A complete match that ends at the buffer edge is pending: more text could extend it.
     `prefix` is the text every match starts with, when the compiler found one: a match
     can then only start where `str.find` finds it (or, partially, in the buffer's last
-    few characters, per `prefix_holdback`), so the regex engine runs only from there.
+    few characters, on a piece of it), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
     reused, in case they depend on where a search starts.
     """
@@ -147,7 +161,6 @@ class RegexDelimiter:
         "target",
         "pattern",
         "prefix",
-        "prefix_holdback",
         "memo",
         "runs",
     )
@@ -160,7 +173,6 @@ class RegexDelimiter:
         *,
         rank: int,
         prefix: str = "",
-        prefix_holdback: frozenset[str] = frozenset(),
         memo: bool = True,
         runs: tuple[HeldRun, ...] = (),
         target: State | None = None,
@@ -171,7 +183,6 @@ class RegexDelimiter:
         self.target = target
         self.pattern = pattern
         self.prefix = prefix
-        self.prefix_holdback = prefix_holdback
         self.memo = memo
         self.runs = runs  # how a held match can wait (see `waits`)
 
@@ -250,11 +261,7 @@ class RegexDelimiter:
 
     def _tail(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
-        size = len(buf)
-        for width in range(min(len(self.prefix) - 1, size - pos), 0, -1):
-            if buf[size - width :] in self.prefix_holdback:
-                return size - width
-        return -1
+        return piece_at_end(buf, self.prefix, pos)
 
 
 class State:
@@ -262,7 +269,7 @@ class State:
 
     `field` is None for the null sink (templates without an implicit field). `literals`
     and `patterns` are the watched delimiters; `literals_re` is one alternation over all
-    the literals; `starts` tells whether a delimiter can begin in some text at all.
+    the literals; `may_start` tells whether a delimiter can begin in some text at all.
     `feed` is the generated fast path for this state, or None when every chunk must be
     scanned; `close` the generated method that parses, stores and reports the region's
     value.
@@ -277,6 +284,7 @@ class State:
         "lead",
         "patterns",
         "tail",
+        "start_texts",
         "starts",
         "plain_tails",
         "store",
@@ -292,7 +300,6 @@ class State:
         literals: tuple[LiteralDelimiter, ...] = (),
         literals_re: Any = None,
         patterns: tuple[RegexDelimiter, ...] = (),
-        starts: Any = None,
         plain_tails: bool = False,
         feed: Callable[..., Any] | None,
         close: Callable[..., Any] | None,
@@ -312,10 +319,20 @@ class State:
         self.patterns = patterns
         # Partial literal matches start no earlier than this many characters from the end.
         self.tail = max((delim.longest - 1 for delim in literals), default=0)
-        # Matches where a watched delimiter occurs, or (group "tail") begins at the end of
-        # the text; None unless every delimiter starts with known literal text.
-        self.starts = starts
-        # Whether such a tail is exactly the text a scan would hold back.
+        # The texts watched delimiters start with (literals, regex prefixes), longest
+        # first, when all are known and one is longer than a character (otherwise the
+        # fast path's character test already says everything); `starts` finds them.
+        texts = {literal for delim in literals for literal in delim.literals}
+        texts.update(delim.prefix for delim in patterns)
+        known = all(delim.prefix for delim in patterns) and any(len(text) > 1 for text in texts)
+        self.start_texts = (
+            tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
+        )
+        self.starts = (
+            re.compile("|".join(re.escape(text) for text in self.start_texts)) if known else None
+        )
+        # Whether a piece of a start text at the end of a chunk is exactly the text a scan
+        # would hold back.
         self.plain_tails = plain_tails
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.
@@ -326,6 +343,17 @@ class State:
 
     def __repr__(self) -> str:
         return f"<State {self.field!r}>"
+
+    def may_start(self, text: str) -> bool:
+        """Whether a watched delimiter occurs in `text`, or begins at its end."""
+        if self.starts is None or self.starts.search(text) is not None:
+            return True
+        return self.piece_at_end(text) != -1
+
+    def piece_at_end(self, text: str) -> int:
+        """Start of the longest suffix of `text` that begins a start text, or -1."""
+        starts = [piece_at_end(text, start) for start in self.start_texts]
+        return min((start for start in starts if start != -1), default=-1)
 
     def _find(self, buf: str, pos: int) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""

@@ -8,6 +8,8 @@ says which it uses.
 Content parsers (structured, so their region chunks are dirty):
 - `x-pythonic`: Python call syntax, `[f(a=1, b='x'), g()]` or one call per line.
 - `x-json-stream`: several JSON values one after another, with optional separators.
+- `x-unwrap`: text in which each piece of inline markup (a regex match) is replaced by the
+  text it wraps (its `text` group), e.g. citation spans.
 Field option:
 - `"x-extend": true`: each region's value (a list) extends the field's list, so several
   blocks of calls in one turn give one list (where `repeats` would nest them).
@@ -16,6 +18,7 @@ Transform operations (a dict with that single key, wherever a transform value go
 - `{"x-single-key": VALUE}`: `{NAME: ARGS}` becomes `{"name": NAME, "arguments": ARGS}`.
 - `{"x-first": [VALUE, ...]}`: the first value whose placeholders all resolve.
 - `{"x-each": [LIST, VALUE]}`: VALUE for each element of LIST, which VALUE names `{item}`.
+- `{"x-as-list": VALUE}`: a list stays as it is; any other value becomes a one-element list.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import json
 import warnings
 from collections.abc import Callable
 from typing import Any
+
+import regex
 
 from . import errors
 
@@ -175,6 +180,18 @@ def parse_json_stream(
         values.append(value)
 
 
+def unwrap_text(text: str, pattern: regex.Pattern[str], *, strip: bool = True) -> str:
+    """x-unwrap: every match of `pattern` replaced by its `text` group ("" when the pattern
+    has none or it did not take part), then stripped like the text parser.
+
+    Matches do not overlap and are found left to right, so markup nested inside a kept
+    `text` group is kept verbatim; text between matches is never changed.
+    """
+    keep = "text" in pattern.groupindex
+    result = pattern.sub(lambda match: (match.group("text") or "") if keep else "", text)
+    return result.strip() if strip else result
+
+
 def extend_list(previous: Any, value: Any, field: str) -> list[Any]:
     """x-extend: a region's list of values added to the field's list so far."""
     if not isinstance(value, list):
@@ -213,6 +230,12 @@ def first_of(*candidates: Callable[[], Any]) -> Any:
         except (KeyError, ValueError):
             continue
     return candidates[-1]()
+
+
+def as_list(value: Any) -> list[Any]:
+    """x-as-list: a list as it is, any other value as a one-element list, for formats whose
+    body is either one item or an array of them (one call, or several)."""
+    return value if isinstance(value, list) else [value]
 
 
 def each_of(items: Any) -> list[Any]:

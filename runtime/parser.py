@@ -3,7 +3,7 @@
 A generated module supplies the per-model parts as class attributes and methods: its
 states (`START`, each with its delimiter automaton and fast path), one `_close_<field>`
 method per field, the start anchor, the defaults and the required fields. This class
-supplies what is the same for every model: the scan loop of DESIGN.md ("One scan step"),
+supplies what is the same for every model: the scan loop of docs/design.md ("One scan step"),
 event routing, finalisation, and the public API.
 
 Event-for-event compatibility with transformers 5.23.0 is the contract; the tests check
@@ -218,19 +218,20 @@ class CompiledParser:
         if self._waiting is not None and not self._wake(text):
             self._fed += len(text)
             return []
-        starts = self._state.starts
-        if starts is not None and text:
+        state = self._state
+        if state.starts is not None and text:
             # Two outcomes of a scan step need no scan: nothing in the text can start a
             # delimiter (route it all), or only its end can, as a piece of one (hold that).
             buf = self._pending + text
-            match = starts.search(buf)
-            if match is None or (match.lastgroup == "tail" and self._state.plain_tails):
-                self._base = self._fed - len(self._pending)
-                self._pos = 0
-                self._fed += len(text)
-                if match is None:
-                    return self._route(buf, "")
-                return self._route(buf[: match.start()], buf[match.start() :])
+            if state.starts.search(buf) is None:
+                piece = state.piece_at_end(buf)
+                if piece == -1 or state.plain_tails:
+                    self._base = self._fed - len(self._pending)
+                    self._pos = 0
+                    self._fed += len(text)
+                    if piece == -1:
+                        return self._route(buf, "")
+                    return self._route(buf[:piece], buf[piece:])
         events: list[Event] = []
         self._run(text, events, eos=False)
         return events
@@ -240,7 +241,7 @@ class CompiledParser:
         self._pending = held
         keep = self.CONTEXT
         if keep is None:
-            self._context += text
+            self._context = _appended(self, text)
         elif keep:
             self._context = (self._context + text)[-keep:]
         if not text:
@@ -261,13 +262,11 @@ class CompiledParser:
                 self._scan(text, events, eos)
 
     def _scan(self, text: str, events: list[Event], eos: bool) -> None:
-        context = self._context
-        buf = context + self._pending
-        if text:
-            buf += text
+        size = len(self._context)
+        self._base = self._fed - len(self._pending) - size
+        buf = _appended(self, self._pending + text if text else self._pending)
         self._buf = buf
-        self._pos = len(context)
-        self._base = self._fed - len(self._pending) - len(context)
+        self._pos = size
         state, opened = self._state, self._opened
         try:
             self._process(events, eos)
@@ -278,8 +277,8 @@ class CompiledParser:
             buf, pos = self._buf, self._pos
             self._pending = buf[pos:]
             keep = self.CONTEXT
-            if keep is None:
-                self._context = buf[:pos]
+            if keep is None:  # the whole stream: kept as is when nothing is held back
+                self._context = buf if pos == len(buf) else buf[:pos]
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
             self._buf = ""
@@ -327,7 +326,7 @@ class CompiledParser:
             self._feed_path = CompiledParser._scan_feed
 
     def _process(self, events: list[Event], eos: bool) -> None:
-        """Run scan steps until nothing more can be committed (DESIGN.md, "One scan step")."""
+        """Run scan steps until nothing more can be committed (docs/design.md, "One scan step")."""
         buf = self._buf
         size = len(buf)
         memo: dict[Any, Any] = {}
@@ -546,6 +545,19 @@ def _last(text: str, count: int) -> str:
 
 
 _MISSING: Any = object()  # a field with no value yet
+
+
+def _appended(parser: CompiledParser, text: str) -> str:
+    """The parser's left context with `text` after it, taking the context from the parser.
+
+    With no other reference to the context string, CPython grows it in place (amortised
+    O(len(text))) instead of copying it, which keeps a stream whose look-behind cannot be
+    bounded (CONTEXT None) linear while no text is held back.
+    """
+    context = parser._context
+    parser._context = ""
+    context += text
+    return context
 
 
 def _describe(error: BaseException) -> dict[str, str]:

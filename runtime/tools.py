@@ -11,23 +11,49 @@ from __future__ import annotations
 import json
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 _INFINITIES = (float("inf"), float("-inf"))
 
 
 def tool_parameters(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
-    """Map each tool name to its parameters' `properties` schema."""
+    """Map each tool name to its parameters' `properties` schema.
+
+    `tools` is a list of tool schemas (`{"type": "function", "function": {"name", ...}}`,
+    or the bare function object) or Python functions, as `apply_chat_template` takes
+    them. Anything else is a TypeError (not a list, or an item that is neither a dict nor
+    a function) or a ValueError (a schema with no function name), naming the item: the
+    reference skips such tools silently, which casts nothing and hides the mistake.
+    """
+    if tools is None:
+        return {}
+    if isinstance(tools, (str, bytes, bytearray, Mapping)) or not isinstance(tools, Iterable):
+        raise TypeError(
+            "tools= takes a list of tool schemas (dicts) or functions, "
+            f"got {type(tools).__name__}"
+        )
     params: dict[str, dict[str, Any]] = {}
-    for tool in tools or []:
+    for index, tool in enumerate(tools):
         if isinstance(tool, (types.FunctionType, types.MethodType)):
             tool = schema_from_callable(tool)
-        function = tool.get("function", tool) if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            parameters = function.get("parameters")
-            properties = parameters.get("properties") if isinstance(parameters, dict) else None
-            params[function["name"]] = properties if isinstance(properties, dict) else {}
+        if not isinstance(tool, dict):
+            raise TypeError(
+                f"tools[{index}]: a tool is a schema (a dict) or a function, "
+                f"got {type(tool).__name__}"
+            )
+        function = tool.get("function", tool)
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str):
+            keys = ", ".join(repr(key) for key in list(tool)[:8])
+            raise ValueError(
+                f"tools[{index}]: a tool schema names its function, as "
+                '{"type": "function", "function": {"name": ..., "parameters": ...}}; '
+                f"got an object with keys [{keys}]"
+            )
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, dict) else None
+        params[name] = properties if isinstance(properties, dict) else {}
     return params
 
 

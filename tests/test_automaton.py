@@ -1,7 +1,7 @@
 """One scan step, exhaustively: runtime.State.scan against the reference's decision rule.
 
 The reference decides a scan step with one `regex` partial search per watched delimiter
-(DESIGN.md, "One scan step"). `reference_step` restates that rule directly; the runtime
+(docs/design.md, "One scan step"). `reference_step` restates that rule directly; the runtime
 reaches the same decision with a joint literal search, hold-back tables and memoised
 results. Random delimiter sets over a tiny alphabet, with every buffer up to five
 characters and every position, make ties, overlaps, prefixes and partial matches common.
@@ -107,7 +107,6 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     name,
                     spec.ordered,
                     rank=rank,
-                    holdback=spec.holdback,
                     can_extend=spec.can_extend,
                 )
             )
@@ -120,7 +119,6 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     regex.compile(spec.pattern, regex.DOTALL),
                     rank=rank,
                     prefix=prof.literal_prefix,
-                    prefix_holdback=prof.prefix_holdback,
                     memo=prof.analysed,
                 )
             )

@@ -1,4 +1,4 @@
-"""The parse commands of the CLI (parse, parse-jsonl, catalog) and runtime.batch under them."""
+"""The parse commands of the CLI (parse, parse-jsonl, catalog) and integrations.batch under them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import io
 import json
 import math
 import multiprocessing
+import os
+import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -15,16 +18,25 @@ from typing import Any
 import pytest
 from fixtures import load_fixtures
 
+from cli.app import main
 from compiler import catalog_index, spec
-from compiler.__main__ import main
 from compiler.catalog import ROOT, entry_names, load_entry
-from runtime import batch
+from compiler.errors import TemplateError
+from integrations import batch
 
 MODEL = "smollm3"
+
+
+def strict_cases(model: str) -> list[dict[str, Any]]:
+    """The fixture cases parsed with the default policy: what the CLI and integrations.batch give
+    (cases with an `on_error` policy are checked by tests/test_catalog_fixtures.py)."""
+    return [case for case in load_fixtures(model)["cases"] if "on_error" not in case]
+
+
 FIRST_CASES = [
-    (name, next(case for case in load_fixtures(name)["cases"] if "expected" in case))
+    (name, next(case for case in strict_cases(name) if "expected" in case))
     for name in entry_names()
-    if any("expected" in case for case in load_fixtures(name)["cases"])
+    if any("expected" in case for case in strict_cases(name))
 ]
 
 
@@ -50,7 +62,7 @@ def raised(model: str, case: dict[str, Any]) -> str:
 
 def run_cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "compiler", *args],
+        [sys.executable, "-m", "cli", *args],
         cwd=ROOT,
         input=stdin,
         capture_output=True,
@@ -198,7 +210,7 @@ def test_parse_in_a_subprocess(tmp_path: Path) -> None:
 @pytest.fixture
 def jsonl(tmp_path: Path) -> tuple[Path, dict[int, Any]]:
     """A JSON-lines file of fixture records and bad lines; what each line should give."""
-    cases = load_fixtures(MODEL)["cases"]
+    cases = strict_cases(MODEL)
     lines: list[str] = []
     expected: dict[int, Any] = {}
 
@@ -210,7 +222,8 @@ def jsonl(tmp_path: Path) -> tuple[Path, dict[int, Any]]:
         outcome = (
             ("error", raised(MODEL, case)) if "error" in case else ("message", case["expected"])
         )
-        add(json.dumps({"id": index, **case}, ensure_ascii=False), outcome)
+        # Records with an id get it back in their result: (kind, value, id).
+        add(json.dumps({"id": f"case-{index}", **case}, ensure_ascii=False), (*outcome, index))
         if index == 1:
             add('{"output": "Hi<|im_end|>", "prefix": ', ("error", "JSONDecodeError"))
         if index == 3:
@@ -237,6 +250,8 @@ def check_results(text: str, expected: dict[int, Any]) -> None:
     assert [record["line"] for record in records] == list(range(1, len(expected) + 1))
     for record in records:
         want = expected[record["line"]]
+        if len(want) > 2:
+            assert list(record)[:2] == ["line", "id"] and record.pop("id") == f"case-{want[2]}"
         if want[0] == "message":
             assert record == {"line": record["line"], "message": want[1]}
         else:
@@ -275,7 +290,11 @@ def test_parse_jsonl_error_records_name_the_line(
     }
     assert records[8]["line"] == 9 and records[8]["error"]["type"] == expected[9][1]
     assert "could not parse region as JSON" in records[8]["error"]["message"]
-    assert records[9] == {"line": 10, "message": load_fixtures(MODEL)["cases"][6]["expected"]}
+    assert records[9] == {
+        "line": 10,
+        "id": "case-6",
+        "message": strict_cases(MODEL)[6]["expected"],
+    }
 
 
 def test_parse_jsonl_jobs_do_not_change_the_output(
@@ -292,15 +311,69 @@ def test_parse_jsonl_jobs_do_not_change_the_output(
     check_results(outputs[1].decode("utf-8"), expected)
 
 
-def test_parse_jsonl_progress_goes_to_stderr(
+def test_parse_jsonl_progress_lines_when_stderr_is_not_a_terminal(
     jsonl: tuple[Path, dict[int, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, expected = jsonl
     out = tmp_path / "out.jsonl"
-    assert main(["parse-jsonl", "--model", MODEL, str(path), str(out), "--progress"]) == 0
-    err = capsys.readouterr().err
-    assert f"\rparse-jsonl: {len(expected)} lines" in err and "(100%)" in err
-    assert err.splitlines()[-1].endswith(f"-> {out}")
+    args = ["parse-jsonl", "--model", MODEL, str(path), str(out), "--jobs", "1"]
+    assert main([*args, "--chunk-size", "4", "--progress-interval", "0"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    # One plain line per chunk (interval 0), no carriage returns, then the summary.
+    assert len(lines) == -(-len(expected) // 4) + 1 and "\r" not in "".join(lines)
+    assert lines[0].startswith("parse-jsonl: 4 lines, ") and "%), " in lines[0]
+    assert lines[-2].startswith(f"parse-jsonl: {len(expected)} lines") and "(100%)" in lines[-2]
+    assert lines[-1].endswith(f"-> {out}")
+    assert main([*args, "--no-progress"]) == 0
+    assert capsys.readouterr().err.splitlines() == [lines[-1]]
+
+
+def test_parse_jsonl_draws_a_bar_on_a_terminal(
+    jsonl: tuple[Path, dict[int, Any]], tmp_path: Path
+) -> None:
+    pty = pytest.importorskip("pty")
+    pytest.importorskip("tqdm")
+    path, expected = jsonl
+    out = tmp_path / "out.jsonl"
+    parent, child = pty.openpty()
+    fcntl = pytest.importorskip("fcntl")
+    termios = pytest.importorskip("termios")
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "parse-jsonl",
+            "--model",
+            MODEL,
+            "--tools-field",
+            "tools",
+            str(path),
+            str(out),
+        ],
+        cwd=ROOT,
+        stderr=child,
+        check=False,
+        timeout=300,
+    )
+    os.close(child)
+    err = b""
+    while True:
+        try:
+            data = os.read(parent, 1 << 16)
+        except OSError:  # the other end is closed
+            break
+        if not data:
+            break
+        err += data
+    os.close(parent)
+    assert result.returncode == 0
+    text = err.decode("utf-8")
+    # tqdm's bar: the description, a percentage and the bar drawn with |, redrawn with \r.
+    assert "parse-jsonl: 100%|" in text and "\r" in text
+    assert f"{len(expected)} lines" in text
+    check_results(out.read_text(encoding="utf-8"), expected)
 
 
 def test_parse_jsonl_in_a_subprocess(jsonl: tuple[Path, dict[int, Any]], tmp_path: Path) -> None:
@@ -348,11 +421,11 @@ def test_catalog_lists_every_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert [row.split("|")[1].strip() for row in rows] == [f"`{name}`" for name in names]
     for row, name in zip(rows, names, strict=True):
         cells = row.split(" | ")
-        assert cells[-1] == f"{len(load_fixtures(name)['cases'])} |"
+        assert cells[-2] == f"{len(load_fixtures(name)['cases'])}"
         for model in load_entry(name).data["models"][: catalog_index.MAX_MODELS]:
             assert model in row
     qwen3 = rows[names.index("qwen3")]
-    assert "**thinking**: `<think>` … `</think>`" in qwen3
+    assert "**thinking**: `<think>` … *re* `</think>\\|(?=<tool…all>\\s*<function=)`" in qwen3
     assert "*re* `<\\\\|im_end\\\\|>.*`" in qwen3  # GFM-escaped pipes of the regex <\|im_end\|>
 
 
@@ -387,6 +460,42 @@ def test_catalog_format_column(monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(" | v1 | " in row for row in table_rows(catalog_index.index()))
 
 
+def test_catalog_malformed_column(tmp_path: Path) -> None:
+    """The last column shows an entry's "malformed" key, strict then server; — when absent."""
+    (tmp_path / "templates_catalog").mkdir()
+    base = {key: value for key, value in load_entry("smollm3").data.items() if key != "malformed"}
+    documented = {"strict": "raises", "server": "the call's <tool_call> | joins content"}
+    for name, extra in (("plain", {}), ("documented", {"malformed": documented})):
+        entry = {**base, **extra}
+        path = tmp_path / "templates_catalog" / f"{name}.json"
+        path.write_text(json.dumps(entry), encoding="utf-8")
+    rows = dict(
+        zip(["documented", "plain"], table_rows(catalog_index.index(tmp_path)), strict=True)
+    )
+    assert rows["documented"].endswith(
+        " | *strict*: raises<br>*server*: the call's &lt;tool_call&gt; \\| joins content |"
+    )
+    assert rows["plain"].endswith(" | — |")
+
+
+@pytest.mark.parametrize(
+    ("malformed", "message"),
+    [
+        ("raises", "malformed: must be an object"),
+        ({"lenient": "x"}, "malformed: must be an object with keys among ['strict', 'server']"),
+        ({"strict": " "}, "malformed.strict: must be a non-empty string"),
+    ],
+)
+def test_catalog_entry_rejects_a_bad_malformed_key(
+    tmp_path: Path, malformed: object, message: str
+) -> None:
+    (tmp_path / "templates_catalog").mkdir()
+    entry = {**load_entry("smollm3").data, "malformed": malformed}
+    (tmp_path / "templates_catalog" / "bad.json").write_text(json.dumps(entry), encoding="utf-8")
+    with pytest.raises(TemplateError, match=re.escape(message)):
+        load_entry("bad", tmp_path)
+
+
 def test_code_spans_survive_backticks_and_pipes() -> None:
     assert catalog_index._code("a|b") == "`a\\|b`"
     assert catalog_index._code("```json") == "```` ```json ````"
@@ -415,10 +524,10 @@ def test_existing_commands_are_still_there(capsys: pytest.CaptureFixture[str]) -
 def test_console_script_entry() -> None:
     tomllib = pytest.importorskip("tomllib")
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["scripts"]["response-templates"] == "compiler.__main__:main"
+    assert project["scripts"]["response-templates"] == "cli.app:main"
 
 
-# -- runtime.batch, as engines call it --------------------------------------------------
+# -- integrations.batch, as engines call it --------------------------------------------------
 
 
 def test_parse_record_never_raises_for_a_bad_record() -> None:
@@ -449,7 +558,7 @@ def test_parse_record_never_raises_for_a_bad_record() -> None:
 
 
 def test_parse_batch_columnar_like_map_batches() -> None:
-    cases = [case for case in load_fixtures(MODEL)["cases"]]
+    cases = strict_cases(MODEL)
     # Ray Data / pandas hand columns over as sequences (numpy arrays, Series); tuples here.
     columns = {
         "id": tuple(range(len(cases) + 2)),
@@ -504,7 +613,7 @@ def test_parse_batch_with_numpy_columns() -> None:
 
 
 def test_parse_records_with_a_process_pool() -> None:
-    records = load_fixtures(MODEL)["cases"] * 3
+    records = strict_cases(MODEL) * 3
     chunks = [records[i : i + 4] for i in range(0, len(records), 4)]
     work = functools.partial(batch.parse_records, model=MODEL, tools_field="tools")
     with multiprocessing.get_context("spawn").Pool(2) as pool:
@@ -520,7 +629,7 @@ def test_parse_records_with_a_process_pool() -> None:
 def test_batch_needs_no_compiler() -> None:
     script = (
         "import sys\n"
-        "from runtime.batch import parse_batch\n"
+        "from integrations.batch import parse_batch\n"
         "out = parse_batch({'output': ['Hi<|im_end|>'], 'prefix': ['']}, model='smollm3')\n"
         "assert out['message'] == [{'role': 'assistant', 'content': 'Hi'}], out\n"
         "print(','.join(m for m in ('compiler', 'jinja2', 'black') if m in sys.modules))\n"
@@ -529,3 +638,182 @@ def test_batch_needs_no_compiler() -> None:
         [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+# -- installed use: safety of the output, bounded errors, what gets imported -------------
+
+
+def test_parse_jsonl_refuses_to_write_onto_its_input(
+    jsonl: tuple[Path, dict[int, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, _ = jsonl
+    before = path.read_bytes()
+    alias = tmp_path / "alias.jsonl"
+    os.link(path, alias)  # another name for the same file
+    for output in (str(path), str(alias), str(tmp_path / "." / path.name)):
+        assert main(["parse-jsonl", "--model", MODEL, str(path), output]) == 2
+        assert "is the input file" in capsys.readouterr().err
+    assert path.read_bytes() == before
+
+
+def test_parse_jsonl_replaces_the_output_only_when_done(
+    jsonl: tuple[Path, dict[int, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    path, expected = jsonl
+    out = tmp_path / "out.jsonl"
+    out.write_text("previous results\n", encoding="utf-8")
+    out.chmod(0o640)
+    real = batch.parse_jsonl_chunk
+    calls = []
+
+    def failing(lines: Any, **options: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the run is interrupted half-way
+        return real(lines, **options)
+
+    monkeypatch.setattr(batch, "parse_jsonl_chunk", failing)
+    args = ["parse-jsonl", "--model", MODEL, "--jobs", "1", "--chunk-size", "3", "--no-progress"]
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, str(path), str(out)])
+    assert out.read_text(encoding="utf-8") == "previous results\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]  # no temp left
+    monkeypatch.setattr(batch, "parse_jsonl_chunk", real)
+    assert main([*args, "--tools-field", "tools", str(path), str(out)]) == 0
+    check_results(out.read_text(encoding="utf-8"), expected)
+    assert out.stat().st_mode & 0o777 == 0o640  # the replaced file keeps its permissions
+    assert main([*args, str(path), os.devnull]) == 0  # a device is written, not replaced
+    assert Path(os.devnull).is_char_device()
+
+
+def test_errors_on_stderr_are_one_bounded_line(tmp_path: Path) -> None:
+    huge = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "' + "Paris\n" * 200_000
+    (tmp_path / "out.txt").write_text(huge, encoding="utf-8")
+    result = run_cli("parse", "--model", MODEL, "--prefix", "", str(tmp_path / "out.txt"))
+    assert result.returncode == 1
+    err = result.stderr.decode("utf-8")
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert len(err) <= 600, len(err)
+    from cli.common import one_line
+
+    assert one_line("a\nb") == "a\\nb"
+    cut = one_line("x" * 10_000 + "END")
+    assert len(cut) <= 520 and cut.endswith("END") and "characters]" in cut
+
+
+def test_bad_tools_are_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "out.txt").write_text("Hi<|im_end|>", encoding="utf-8")
+    for tools, message in (
+        ({"a": 1}, "got dict"),
+        ("hello", "got str"),
+        ([1, 2], "tools[0]: a tool is a schema (a dict) or a function, got int"),
+        ([{"type": "function", "function": {}}], "tools[0]: a tool schema names its function"),
+    ):
+        (tmp_path / "tools.json").write_text(json.dumps(tools), encoding="utf-8")
+        args = ["parse", "--model", MODEL, "--tools", str(tmp_path / "tools.json")]
+        assert main([*args, str(tmp_path / "out.txt")]) == 2
+        assert message in capsys.readouterr().err
+        with pytest.raises((TypeError, ValueError), match=re.escape(message)):
+            batch.get_parser(MODEL).parse("Hi<|im_end|>", prefix="", tools=tools)
+
+
+def test_parse_imports_no_compiler(tmp_path: Path) -> None:
+    (tmp_path / "out.txt").write_text("<think>x</think>Hi<|im_end|>", encoding="utf-8")
+    (tmp_path / "in.jsonl").write_text('{"output": "Hi<|im_end|>"}\n', encoding="utf-8")
+    script = (
+        "import sys\n"
+        "from cli.app import main\n"
+        f"assert main(['parse', '--model', 'smollm3', {str(tmp_path / 'out.txt')!r}]) == 0\n"
+        f"assert main(['parse-jsonl', '--model', 'smollm3', '--jobs', '1', "
+        f"{str(tmp_path / 'in.jsonl')!r}, {str(tmp_path / 'out.jsonl')!r}]) == 0\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('compiler', 'jinja2', 'black', 'transformers'))\n"
+        "print('LOADED', loaded)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_missing_build_extra_is_named(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "sys.modules['jinja2'] = None  # as if jinja2 were not installed\n"
+        "from compiler import load_parser\n"
+        "try:\n"
+        "    load_parser({'start_anchor': 'A', 'fields': {'content': {}}})\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error.name, '|', error)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "jinja2 | compiling a template needs jinja2, which is not installed: "
+        "pip install 'response-template-compiler[build]'"
+    )
+
+
+def test_build_commands_fail_without_catalog_data(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import templates_catalog
+
+    monkeypatch.setattr(templates_catalog, "names", lambda: [])  # as if the JSON were not shipped
+    for command in (["lint"], ["catalog"], ["check"], ["compile-all"]):
+        assert main(command) == 2
+        assert "package data is missing" in capsys.readouterr().err
+
+
+def test_compile_from_an_installed_package_needs_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from compiler import catalog
+
+    monkeypatch.setattr(catalog, "in_checkout", lambda: False)
+    assert main(["compile", MODEL]) == 2
+    assert "give --out DIR" in capsys.readouterr().err
+    assert main(["catalog", "--write"]) == 2
+    capsys.readouterr()
+    assert main(["compile", MODEL, "--out", str(tmp_path / "mods")]) == 0
+    written = tmp_path / "mods" / f"{MODEL}.py"
+    assert capsys.readouterr().out == f"wrote {written.as_posix()}\n"
+    assert written.read_text(encoding="utf-8") == (ROOT / "generated" / f"{MODEL}.py").read_text(
+        encoding="utf-8"
+    )
+    assert main(["compile", MODEL, "--out", str(tmp_path / "mods")]) == 0
+    assert capsys.readouterr().out == "up to date\n"
+
+
+def test_model_may_be_a_hugging_face_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out.txt"
+    out.write_text('Hi <tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>')
+    assert main(["parse", "--model", "Qwen/Qwen3-8B", str(out)]) == 0
+    message = json.loads(capsys.readouterr().out)
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {"a": 1}}
+    assert main(["parse", "--model", "Nobody/NoSuchModel-7B", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "NoSuchModel" in error
+
+
+def test_regex_timeout_reaches_the_parser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from compiler import load_parser
+
+    runaway = load_parser(
+        {"start_anchor": "A:", "fields": {"x": {"open_pattern": r"(?:a|aa)+(?:b|c)\Z"}}}
+    )
+    monkeypatch.setattr(batch, "get_parser", lambda model: runaway)
+    out = tmp_path / "out.txt"
+    out.write_text("a" * 60 + "d")
+    args = ["parse", "--model", MODEL, "--prefix", "", "--regex-timeout", "0.05", str(out)]
+    assert main(args) == 1
+    error = capsys.readouterr().err
+    assert "RegexTimeout" in error and "fields.x.open_pattern" in error
+    assert main([*args[:5], "--regex-timeout", "-1", str(out)]) == 2

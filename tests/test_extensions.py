@@ -19,9 +19,18 @@ from strategies import chunkings
 
 from compiler import load_parser
 from compiler.errors import TemplateError
+from compiler.lint import lint
 from compiler.spec import build_template, uses_extensions
 from runtime.content import parse_xml_inline
-from runtime.extensions import first_of, json_decode, parse_json_stream, parse_pythonic, single_key
+from runtime.extensions import (
+    as_list,
+    first_of,
+    json_decode,
+    parse_json_stream,
+    parse_pythonic,
+    single_key,
+    unwrap_text,
+)
 
 # -- x-pythonic --------------------------------------------------------------------------
 
@@ -532,3 +541,142 @@ def test_extend_keeps_raw_text_in_lenient_mode() -> None:
         "[oops(",
     ]
     assert message["parse_errors"][0]["field"] == "tool_calls"
+
+
+# -- x-unwrap ---------------------------------------------------------------------------
+
+CITATION = r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>"
+PLAIN = st.text(st.characters(blacklist_characters="<"), max_size=12)  # never starts markup
+CITED = st.text(st.characters(blacklist_characters="<"), min_size=1, max_size=8)
+SOURCES = st.from_regex(r": ?[0-9]:\[[0-9](,[0-9])?\]", fullmatch=True)
+
+
+@given(pieces=st.lists(st.tuples(PLAIN, CITED, SOURCES), max_size=4), tail=PLAIN)
+def test_unwrap_keeps_the_wrapped_text_and_drops_the_markup(
+    pieces: list[tuple[str, str, str]], tail: str
+) -> None:
+    pattern = regex.compile(CITATION, regex.DOTALL)
+    marked = "".join(f"{before}<co>{cited}</co{sources}>" for before, cited, sources in pieces)
+    plain = "".join(before + cited for before, cited, _ in pieces)
+    assert unwrap_text(marked + tail, pattern, strip=False) == plain + tail
+    assert unwrap_text(marked + tail, pattern) == (plain + tail).strip()
+    assert unwrap_text(plain + tail, pattern, strip=False) == plain + tail, "no markup: unchanged"
+
+
+def test_unwrap_without_a_text_group_removes_each_match() -> None:
+    pattern = regex.compile(r"\[\d+\]")
+    assert unwrap_text("Paris[1] is big[2].", pattern) == "Paris is big."
+    optional = regex.compile(r"<b>(?P<text>[^<]*)</b>|<br/>")
+    assert unwrap_text("a<br/>b <b>c</b>", optional) == "ab c"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({}, "pattern: required by x-unwrap"),
+        ({"pattern": "("}, "pattern: invalid regex"),
+        ({"pattern": "x*"}, "pattern: must not match the empty string"),
+        ({"pattern": "(?P<kept>x)"}, "pattern: only the named group 'text' is used"),
+        ({"pattern": "x", "keep": "text"}, "keep: not an argument of x-unwrap"),
+    ],
+)
+def test_unwrap_arguments_fail_at_build_time(args: dict[str, Any], message: str) -> None:
+    template = {"start_anchor": "A", "fields": {"c": {"content": "x-unwrap", "content_args": args}}}
+    with pytest.raises(TemplateError, match=regex.escape(f"fields.c.content_args.{message}")):
+        build_template(template)
+
+
+UNWRAP = {
+    "start_anchor": "<|CHATBOT|>",
+    "fields": {
+        "thinking": {
+            "open": "<|THINK|>",
+            "close": "<|/THINK|>",
+            "content": "x-unwrap",
+            "content_args": {"pattern": CITATION},
+        },
+        "content": {
+            "close": "<|END|>",
+            "content": "x-unwrap",
+            "content_args": {"pattern": CITATION, "strip": False},
+        },
+    },
+}
+
+
+@given(data=st.data())
+def test_unwrap_template_streams_like_one_shot(data: Any) -> None:
+    parser = load_parser(UNWRAP)
+    assert uses_extensions(UNWRAP) == ["x-unwrap"]
+    pieces = data.draw(st.lists(st.tuples(PLAIN, CITED, SOURCES), max_size=3))
+    marked = "".join(f"{before}<co>{cited}</co{sources}>" for before, cited, sources in pieces)
+    plain = "".join(before + cited for before, cited, _ in pieces)
+    think = data.draw(PLAIN)
+    output = f"<|THINK|>{think}<co>src</co: 0:[1]><|/THINK|>{marked}<|END|>"
+    expected = parser.parse(output, prefix="")
+    assert expected.get("thinking") == ((think + "src").strip() or None)
+    assert expected.get("content") == (plain or None)
+    streaming = parser("")
+    events = list(streaming.initial_events)
+    for chunk in data.draw(chunkings(output)):
+        events += streaming.feed(chunk)
+    message, final = streaming.finalize()
+    assert message == expected
+    chunks = [e for e in events + final if e["type"] == "region_chunk"]
+    assert all(e["dirty"] for e in chunks), "chunks hold markup the value drops"
+
+
+# -- x-as-list --------------------------------------------------------------------------
+
+OBJECT_OR_ARRAY = {
+    "start_anchor": "A",
+    "fields": {
+        "tool_calls": {
+            "open": "<TOOLCALL>",
+            "close": "</TOOLCALL>",
+            "content": "json",
+            "transform": {
+                "x-each": [
+                    {"x-as-list": "{content}"},
+                    {"type": "function", "function": {"name": "{item.name}"}},
+                ]
+            },
+        },
+        "content": {"content": "text"},
+    },
+}
+
+
+@given(value=JSON_VALUES)
+def test_as_list_wraps_anything_but_a_list(value: Any) -> None:
+    wrapped = as_list(value)
+    assert wrapped == (value if isinstance(value, list) else [value])
+    assert as_list(wrapped) == wrapped, "idempotent"
+
+
+@given(names=st.lists(NAMES, min_size=1, max_size=4), bare=st.booleans())
+def test_as_list_reads_one_object_or_an_array_alike(names: list[str], bare: bool) -> None:
+    parser = load_parser(OBJECT_OR_ARRAY)
+    assert uses_extensions(OBJECT_OR_ARRAY) == ["x-as-list", "x-each"]
+    calls = [{"name": name} for name in names]
+    body = json.dumps(calls[0]) if bare else json.dumps(calls)
+    message = parser.parse(f"<TOOLCALL>{body}</TOOLCALL>", prefix="")
+    expected = calls[:1] if bare else calls
+    assert [call["function"] for call in message["tool_calls"]] == expected
+
+
+def test_lint_sees_the_captures_an_operation_reads() -> None:
+    """A capture read only inside an x-... operation is used (lint's unused-group)."""
+    template = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"<call (?P<body>\{[^}]*\})(?P<spare>x?)>",
+                "close": "</call>",
+                "transform": {"x-as-list": {"x-json-decode": "{body}"}},
+            }
+        },
+    }
+    findings = [(f.rule, f.message) for f in lint(build_template(template))]
+    assert ("unused-group", "named group 'spare' is not used") in findings
+    assert not any("'body'" in message for _, message in findings)

@@ -60,17 +60,29 @@ def test_python_example(line: int, code: str, monkeypatch: pytest.MonkeyPatch) -
     [(line, code) for line, code in blocks("sh") if expected_output(code)],
     ids=lambda value: str(value)[:20],
 )
-def test_shell_example(line: int, code: str, tmp_path: Path) -> None:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # the console script
-    env["PYTHONPATH"] = str(ROOT)
-    result = subprocess.run(
+def run_shell_block(code: str, directory: Path, venv: Path) -> subprocess.CompletedProcess[str]:
+    """Run a shell block as pasted in the README's setup: in `directory`, which holds the
+    virtualenv as `.venv` (a link to `venv`), as a repository checkout does after `make`."""
+    link = directory / ".venv"
+    if not link.exists():
+        link.symlink_to(venv, target_is_directory=True)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    return subprocess.run(
         ["bash", "-euo", "pipefail", "-c", code],
-        cwd=tmp_path,
+        cwd=directory,
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def shell_examples() -> list[tuple[int, str]]:
+    return [(line, code) for line, code in blocks("sh") if expected_output(code)]
+
+
+@pytest.mark.parametrize("line, code", shell_examples(), ids=lambda value: str(value)[:20])
+def test_shell_example(line: int, code: str, tmp_path: Path) -> None:
+    result = run_shell_block(code, tmp_path, Path(sys.prefix))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == expected_output(code)
