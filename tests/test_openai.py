@@ -215,6 +215,10 @@ def test_merged_stream_is_the_message(key: str, data: Any) -> None:
     result = run_stream(stream, chunks)
 
     assert stream.message == message
+    if any(error["error"]["type"] == "StreamDivergence" for error in stream.errors):
+        # The known limit: only a call with a repeated argument key may diverge.
+        assert repeats_a_key(template, events + final)
+        return
     assert merge(result) == {"role": "assistant", **expected}
     # Envelope: one completion; role first, finish reason last and only there.
     assert {(c["id"], c["object"], c["created"], c["model"]) for c in result} == {
