@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch clean-venv test-engines bench-peers
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,10 @@ bench-hostile: $(TEST_STAMP)
 ## make bench-batch: records/s of parse-jsonl, Ray Data and Dask on 100,000 records (writes bench/batch.json)
 bench-batch: $(EXTRAS_STAMP)
 	$(PY) bench/batch.py
+
+## make bench-stream: time per chunk of an OpenAI stream over one long tool call (writes bench/stream.json)
+bench-stream: $(TEST_STAMP)
+	$(PY) bench/stream.py
 
 clean-venv:
 	rm -rf $(VENV)

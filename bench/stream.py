@@ -1,0 +1,91 @@
+"""`make bench-stream`: time per chunk of an OpenAI stream over one long tool call.
+
+A coding agent's call can carry a whole file in one argument. Each case is one call whose
+argument grows to 256 KB and to 1 MB, fed in 4-character chunks: the bare parser, the
+stream with calls sent whole at their close, and the stream with argument fragments. A
+linear stream spends the same time per chunk at both sizes (growth ~1). Results go to
+bench/stream.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT)]
+
+from runtime.openai import CompletionStream  # noqa: E402
+
+CHUNK = 4
+KB = 1024
+SOURCE = 'def f(x):\n    """Say "é" x times."""\n    return "é" * x  # <b>\n'
+
+
+def code(size: int) -> str:
+    return (SOURCE * (size // len(SOURCE) + 1))[:size]
+
+
+CASES: dict[str, tuple[str, Callable[[int], str]]] = {
+    "JSON call, one long string argument (hermes)": (
+        "hermes",
+        lambda n: "<tool_call>"
+        + json.dumps({"name": "write", "arguments": {"path": "a.py", "content": code(n)}})
+        + "</tool_call>",
+    ),
+    "XML call, one long parameter (qwen3_coder)": (
+        "qwen3_coder",
+        lambda n: "<tool_call>\n<function=write>\n<parameter=path>\na.py\n</parameter>\n"
+        f"<parameter=content>\n{code(n)}\n</parameter>\n</function>\n</tool_call>",
+    ),
+}
+
+
+def per_chunk_us(feed: Callable[[str], Any], finish: Callable[[], Any], text: str) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    for i in range(0, len(text), CHUNK):
+        feed(text[i : i + CHUNK])
+    finish()
+    return (time.perf_counter() - start) / (len(text) / CHUNK) * 1e6
+
+
+def timed(model: str, mode: str, text: str) -> float:
+    parser_class = importlib.import_module(f"generated.{model}").Parser
+    if mode == "parser":
+        parser = parser_class("", on_error="content")
+        return per_chunk_us(parser.feed, parser.finalize, text)
+    stream = CompletionStream(parser_class, "", tool_args=mode)
+    return per_chunk_us(stream.feed, stream.finish, text)
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--out", default=str(ROOT / "bench" / "stream.json"))
+    args = options.parse_args()
+    results = []
+    for label, (model, build) in CASES.items():
+        row: dict[str, Any] = {"case": label, "model": model}
+        for mode in ("parser", "whole", "fragments"):
+            small, large = (timed(model, mode, build(size)) for size in (256 * KB, 1024 * KB))
+            row[mode] = {"us_per_chunk_256K": small, "us_per_chunk_1M": large}
+            row[mode]["growth"] = large / small
+            print(
+                f"{label:46} {mode:9} {small:6.2f} us/chunk at 256K, {large:6.2f} at 1M"
+                f" (x{large / small:.2f})"
+            )
+        results.append(row)
+    Path(args.out).write_text(json.dumps({"cases": results}, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
