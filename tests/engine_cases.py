@@ -176,30 +176,12 @@ def repeated_thinking(entry: str, output: str) -> bool:
     return len(opened) > 1
 
 
-def old_adapter_repeats(entry: str, prefix: str, output: str) -> bool:
-    """Whether a failed region is routed into content here while runtime.openai is the
-    version without `tool_args`: that ChunkAdapter sends the tail of the content region the
-    failed call reopened twice (its close value holds the earlier region's text too). The
-    runtime.openai with `tool_args` (serve-stream) sends it once."""
-    import importlib
-    import inspect
-
-    from runtime.openai import CompletionStream
-
-    if "tool_args" in inspect.signature(CompletionStream).parameters:
-        return False
-    parser = importlib.import_module(f"generated.{entry}").Parser
-    return bool(parser.parse(output, prefix=prefix, on_error="content").get("parse_errors"))
-
-
 def known_limit(entry: str, prefix: str, output: str) -> Any:
     """The pytest mark of a case a known limit fails (a strict xfail), or None."""
     import pytest
 
     if repeated_thinking(entry, output):
         return pytest.mark.xfail(strict=True, reason="repeated thinking: docs/serving.md")
-    if old_adapter_repeats(entry, prefix, output):
-        return pytest.mark.xfail(strict=False, reason="runtime.openai before tool_args")
     return None
 
 
