@@ -297,7 +297,6 @@ class ChunkAdapter:
         self.errors: list[dict[str, Any]] = []
         self.partial: list[dict[str, Any]] = []  # parse_errors records with a streamed_call
         self._call: _OpenCall | None = None
-        self._last_closed: str | None = None  # the field of the last region_close
         self._reopen: str | None = None  # a text field whose next region_open goes on
         self._calls = 0
         self._started = False
@@ -330,14 +329,12 @@ class ChunkAdapter:
             text_field = self._text.get(name) if isinstance(name, str) else None
             if kind == "region_error":
                 self._error(event)
-                # The parser takes back the implicit region that this region's opening
-                # closed, when that was the last close (see runtime/parser.py).
+                # The parser may take back the implicit region that this region's opening
+                # closed (`resumed`, see runtime/parser.py).
                 recovered = event.get("recovered_as")
-                if recovered is not None and recovered == self._last_closed:
+                if recovered is not None and event.get("resumed"):
                     self._reopen = recovered
                 continue
-            if kind == "region_close":
-                self._last_closed = name if isinstance(name, str) else None
             if text_field is not None and isinstance(name, str):
                 key = self.keys[name]
                 if kind == "region_open":

@@ -456,7 +456,10 @@ class CompiledParser:
         try:
             state.close(self, events)  # type: ignore[misc]
             if content_mode:
-                self._reopen = (before, raw, self._opened_at) if state is implicit else None
+                # Only an implicit region that an open closed (no close text of its own)
+                # can be taken back: the failed region's text then follows it directly.
+                adjacent = state is implicit and not closing
+                self._reopen = (before, raw, self._opened_at) if adjacent else None
             return False
         except Exception as error:  # recovering from any failure is the point of this mode
             described = _describe(error)
@@ -488,9 +491,20 @@ class CompiledParser:
         and goes on with this text, so "Hi <tool_call>{bad" gives content "Hi <tool_call>{bad"
         whatever the field's store mode; its region_close event stays as it was sent."""
         implicit = self.START
+        undo, self._reopen = self._reopen, None
+        if implicit.field is None:
+            undo = None
         record = {"field": field, "offset": self._opened_at, "error": described, "raw": text}
         self._errors.append(record)
-        events.append({"type": "region_error", **record, "recovered_as": implicit.field})
+        # `resumed`: the text goes on with the implicit region this region's opening closed.
+        events.append(
+            {
+                "type": "region_error",
+                **record,
+                "recovered_as": implicit.field,
+                "resumed": undo is not None,
+            }
+        )
         self._state = implicit
         self._captures = {}
         self._parts = []
@@ -499,7 +513,6 @@ class CompiledParser:
         if implicit.field is None:  # no implicit field: the text is reported, not kept
             return
         offset = self._opened_at
-        undo, self._reopen = self._reopen, None
         self._accumulate(events, text)
         self._opened_at = offset
         if undo is not None:

@@ -177,3 +177,26 @@ def test_the_server_policy_reports_the_failure_as_an_event() -> None:
         e["text"] for e in events if e["type"] == "region_chunk" and e["field"] == "content"
     )
     assert text == "A<tool_call>{x</tool_call>B"
+
+
+def test_only_a_content_region_that_the_call_closed_is_resumed() -> None:
+    """A content region ended by its own close delimiter stays ended: the failed call's
+    text starts a new region (joined as the template joins regions)."""
+    parser = load_parser(
+        {
+            "start_anchor": "A:",
+            "fields": {
+                "t": {"open": "<t>", "close": "</t>", "content": "json"},
+                "c": {"close": "<E>", "content": "text", "repeats": True, "join": "|"},
+            },
+        }
+    )
+    ended = parser("", on_error="content")
+    events = ended.feed("Hi<E><t>{bad</t>more") + ended.finalize()[1]
+    (error,) = [event for event in events if event["type"] == "region_error"]
+    assert error["resumed"] is False
+    assert parser.parse("Hi<E><t>{bad</t>more", prefix="", on_error="content")["c"] == (
+        "Hi|<t>{bad</t>more"
+    )
+    resumed = parser.parse("Hi<t>{bad</t>more", prefix="", on_error="content")
+    assert resumed["c"] == "Hi<t>{bad</t>more"
