@@ -110,14 +110,16 @@ LINEAR: dict[str, tuple[Callable[[], Any], Callable[[int], str]]] = {
         ),
         lambda n: (PROSE_LINE * (n // len(PROSE_LINE) + 1))[:n],
     ),
-}
-# Still super-linear (see the closing note of issue 10): timed on smaller streams only.
-UNBOUNDED_LOOKBEHIND = (
-    lambda: _jit(
-        {"start_anchor": "A:", "fields": {"x": {"open_pattern": r"(?<=\n\s*)<x>", "close": "</x>"}}}
+    "unbounded look-behind (?<=\\n\\s*)": (
+        lambda: _jit(
+            {
+                "start_anchor": "A:",
+                "fields": {"x": {"open_pattern": r"(?<=\n\s*)<x>", "close": "</x>"}},
+            }
+        ),
+        lambda n: (PROSE_LINE * (n // len(PROSE_LINE) + 1))[:n],
     ),
-    lambda n: (PROSE_LINE * (n // len(PROSE_LINE) + 1))[:n],
-)
+}
 
 
 def stream_seconds(parser_cls: Any, text: str) -> float:
@@ -198,9 +200,6 @@ def main() -> int:
     sizes = [int(float(mb) * KB * KB) for mb in args.sizes_mb.split(",")]
     print(f"linearity: whole streams of {args.sizes_mb} MB in {CHUNK}-character chunks")
     linear = growth_rows(LINEAR, sizes)
-    small = [64 * KB, 128 * KB, 256 * KB]
-    print("unbounded look-behind, on 64K, 128K, 256K (not linear yet):")
-    lookbehind = growth_rows({"look-behind (?<=\\n\\s*)": UNBOUNDED_LOOKBEHIND}, small)
     compiles = literal_compile_rows()
     results = []
     for label, (model, build) in CASES.items():
@@ -254,7 +253,6 @@ def main() -> int:
                 "cases": results,
                 "long_stream": long_row,
                 "linearity": linear,
-                "unbounded_lookbehind": lookbehind,
                 "long_literal_compile": compiles,
             },
             indent=2,

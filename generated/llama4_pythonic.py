@@ -126,7 +126,7 @@ class Parser(CompiledParser):
         if self._pending or not text or "<" in text or "[" in text:
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context += text
+        self._append_context(text)
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:

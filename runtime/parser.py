@@ -237,13 +237,14 @@ class CompiledParser:
         return events
 
     def _route(self, text: str, held: str) -> list[Event]:
-        """Send `text` to the current region and hold `held`, as a scan step would."""
-        self._pending = held
+        """Send `text` to the current region and hold `held`, as a scan step would (`text`
+        + `held` is the held-back text and the new chunk)."""
         keep = self.CONTEXT
-        if keep is None:
-            self._context = _appended(self, text)
+        if keep is None:  # the stream so far, held-back text included: add the new chunk
+            self._context = _appended(self, (text + held)[len(self._pending) :])
         elif keep:
             self._context = (self._context + text)[-keep:]
+        self._pending = held
         if not text:
             return []
         events: list[Event] = []
@@ -262,9 +263,13 @@ class CompiledParser:
                 self._scan(text, events, eos)
 
     def _scan(self, text: str, events: list[Event], eos: bool) -> None:
-        size = len(self._context)
+        if self.CONTEXT is None:  # the context already ends with the held-back text
+            size = len(self._context) - len(self._pending)
+            buf = _appended(self, text)
+        else:
+            size = len(self._context)
+            buf = self._context + self._pending + text if text else self._context + self._pending
         self._base = self._fed - len(self._pending) - size
-        buf = _appended(self, self._pending + text if text else self._pending)
         self._buf = buf
         self._pos = size
         state, opened = self._state, self._opened
@@ -277,8 +282,8 @@ class CompiledParser:
             buf, pos = self._buf, self._pos
             self._pending = buf[pos:]
             keep = self.CONTEXT
-            if keep is None:  # the whole stream: kept as is when nothing is held back
-                self._context = buf if pos == len(buf) else buf[:pos]
+            if keep is None:  # the whole stream, held-back text included
+                self._context = buf
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
             self._buf = ""
@@ -307,10 +312,17 @@ class CompiledParser:
                 if run.literal:
                     self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
-        self._pending += "".join(self._waited)
+        waited = "".join(self._waited)
+        self._pending += waited
+        if self.CONTEXT is None:
+            self._context = _appended(self, waited)
         self._waited = []
         self._waiting = None
         return True
+
+    def _append_context(self, text: str) -> None:
+        """Fast paths of CONTEXT None parsers: the whole stream grows by `text`."""
+        self._context = _appended(self, text)
 
     def _bind_feed(self) -> None:
         """Point `feed` at the current state's generated fast path, if it has one.
@@ -564,8 +576,8 @@ def _appended(parser: CompiledParser, text: str) -> str:
     """The parser's left context with `text` after it, taking the context from the parser.
 
     With no other reference to the context string, CPython grows it in place (amortised
-    O(len(text))) instead of copying it, which keeps a stream whose look-behind cannot be
-    bounded (CONTEXT None) linear while no text is held back.
+    O(len(text))) instead of copying it: a parser whose look-behind cannot be bounded
+    (CONTEXT None) keeps the whole stream, held-back text included, in linear time.
     """
     context = parser._context
     parser._context = ""

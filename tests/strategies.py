@@ -143,6 +143,8 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"<u>call:(?P<n>[\w.-]+)", ["<u>call:a.b-c", "<u>call:", "<u>call:x y"]),
     (r"<v>\s*?x", ["<v>  x", "<v> y x"]),
     (r"<q>[a<]*<", ["<q>aa<", "<q>a<a", "<q>"]),
+    # A look-behind that cannot be bounded: the parser keeps the whole stream.
+    (r"(?<=\n\s*)<w>", ["\n  <w>", "\n<w>", "x <w>"]),
 ]
 FIELD_NAMES = [
     "thinking",
