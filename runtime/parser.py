@@ -230,18 +230,18 @@ class CompiledParser:
                     self._pos = 0
                     self._fed += len(text)
                     if piece == -1:
-                        return self._route(buf, "")
-                    return self._route(buf[:piece], buf[piece:])
+                        return self._route(buf, "", text)
+                    return self._route(buf[:piece], buf[piece:], text)
         events: list[Event] = []
         self._run(text, events, eos=False)
         return events
 
-    def _route(self, text: str, held: str) -> list[Event]:
+    def _route(self, text: str, held: str, chunk: str) -> list[Event]:
         """Send `text` to the current region and hold `held`, as a scan step would (`text`
-        + `held` is the held-back text and the new chunk)."""
+        + `held` is the held-back text and the new `chunk`)."""
         keep = self.CONTEXT
         if keep is None:  # the stream so far, held-back text included: add the new chunk
-            self._context = _appended(self, (text + held)[len(self._pending) :])
+            self._context = _appended(self, chunk)
         elif keep:
             self._context = (self._context + text)[-keep:]
         self._pending = held
@@ -268,7 +268,7 @@ class CompiledParser:
             buf = _appended(self, text)
         else:
             size = len(self._context)
-            buf = self._context + self._pending + text if text else self._context + self._pending
+            buf = self._context + self._pending + text
         self._base = self._fed - len(self._pending) - size
         self._buf = buf
         self._pos = size
