@@ -635,7 +635,7 @@ def _restore(output: dict[str, Any], field: str, stored: Any, count: int) -> Non
     `count` that value's length when it was a list (the store may have added to it)."""
     if stored is _MISSING:
         output.pop(field, None)
-    elif isinstance(stored, list) and output.get(field) is stored:
+    elif output.get(field) is stored and isinstance(stored, list):
         del stored[count:]
     else:
         output[field] = stored
