@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 from . import errors
 from .automaton import OPEN, HeldRun, State
 from .errors import FieldParseError, MissingFieldError
+from .source_map import key_of
 from .tools import TOOL_CALLS, coerce_tool_calls, require_names, tool_parameters
 
 Event = dict[str, Any]
@@ -484,16 +485,24 @@ class CompiledParser:
         self._opened = False
 
     def _locate(self, error: Exception, state: State) -> Exception:
-        """The error, saying which field failed and where its region opened: a
-        FieldParseError (a ValueError) for plain ValueErrors, else the same error with a
-        note, so that the exception class stays the reference's."""
+        """The error, saying which field failed, the template key whose code failed, and
+        where its region opened: a FieldParseError (a ValueError) for plain ValueErrors,
+        else the same error with a note, so that the exception class stays the reference's."""
+        key = self._key_of(error, state)
         if type(error) is ValueError:
-            return FieldParseError(state.field or "", self._opened_at, error)
+            return FieldParseError(state.field or "", self._opened_at, error, key)
         if hasattr(error, "add_note"):  # Python 3.11+
+            where = f" ({key})" if key else ""
             error.add_note(
-                f"while closing field {state.field!r}, whose region opened at offset {self._opened_at}"
+                f"while closing field {state.field!r}{where}, whose region opened at offset "
+                f"{self._opened_at}"
             )
         return error
+
+    def _key_of(self, error: BaseException, state: State) -> str | None:
+        """The template key path of the generated code that raised `error` (source_map)."""
+        close = state.close
+        return key_of(error, close.__globals__) if close is not None else None
 
     def _close_keeping_raw(
         self, state: State, events: list[Event], closing: str, cut: bool
@@ -537,7 +546,7 @@ class CompiledParser:
                 self._reopen = (before, raw, self._opened_at) if adjacent else None
             return False
         except Exception as error:  # recovering from any failure is the point of this mode
-            described = _describe(error)
+            described = _describe(error, self._key_of(error, state))
         if content_mode and state is not implicit:
             self._recover_as_text(events, field, described, self._open_text + raw + closing)
             return implicit.field is not None
@@ -662,8 +671,13 @@ def _appended(parser: CompiledParser, text: str) -> str:
     return context
 
 
-def _describe(error: BaseException) -> dict[str, str]:
-    return {"type": type(error).__name__, "message": str(error)}
+def _describe(error: BaseException, key: str | None = None) -> dict[str, str]:
+    """A parse_errors record's `error`: the exception's class and message, and the
+    template key path whose code raised it, when known."""
+    described = {"type": type(error).__name__, "message": str(error)}
+    if key:
+        described["key"] = key
+    return described
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
