@@ -373,10 +373,20 @@ def _literal_prefixes(items: list[Any]) -> tuple[str, ...]:
 
 
 def _starts_with_literal(items: list[Any]) -> bool:
-    """Whether every branch starts with a literal character (see prefix_at_start)."""
+    """Whether every branch starts with a literal character, or is a look-ahead whose
+    content does (it then matches, or partially matches, where its content would), so
+    that nothing can refuse a piece of a prefix (see prefix_at_start)."""
     return bool(items) and all(
-        bool(branch) and branch[0][0] is sre.LITERAL for branch in _branches(items)
+        bool(branch) and _first_is_literal(branch) for branch in _branches(items)
     )
+
+
+def _first_is_literal(branch: list[Any]) -> bool:
+    op, av = branch[0]
+    if op is sre.ASSERT and len(branch) == 1 and av[0] == 1:
+        inner = list(av[1])
+        return bool(inner) and inner[0][0] is sre.LITERAL
+    return op is sre.LITERAL
 
 
 def _in_common_subset(pattern: str) -> bool:

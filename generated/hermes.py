@@ -171,6 +171,7 @@ class Parser(CompiledParser):
                 CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
             ),
         ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

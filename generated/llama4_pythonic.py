@@ -174,6 +174,7 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,
