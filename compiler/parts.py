@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import content, extensions
@@ -45,8 +45,17 @@ class Arg:
 
     @property
     def type_name(self) -> str:
-        types = self.types if isinstance(self.types, tuple) else (self.types,)
-        return " or ".join(kind.__name__ for kind in types)
+        return " or ".join(kind.__name__ for kind in self._types)
+
+    def accepts(self, value: Any) -> bool:
+        """Whether `value` has a declared type; true and false are not numbers here."""
+        if isinstance(value, bool) and bool not in self._types:
+            return False
+        return isinstance(value, self._types)
+
+    @property
+    def _types(self) -> tuple[type, ...]:
+        return self.types if isinstance(self.types, tuple) else (self.types,)
 
 
 @dataclass(frozen=True)
@@ -134,7 +143,8 @@ class OperationPart:
 class StoragePart:
     """How a region's value is stored in the field's output.
 
-    `key` is the field key that selects it (None for the default, "assign"). `form`: the
+    `key` is the field key that selects it (None for the default, "assign"); an extension
+    mode is selected by `KEY: true`, and `KEY` must be a boolean. `form`: the
     generated store, "assign", "append" (a list of values), "join" (strings joined by the
     field's `join`), or "call": output = function(previous or None, value, field name).
     `raw_store`: how on_error="keep_raw" stores a region's raw text ("assign", "append"
@@ -148,7 +158,6 @@ class StoragePart:
     function: str | None = None
     module: str = "runtime.parser"
     label: str = ""
-    args: Mapping[str, Arg] = field(default_factory=dict)
 
     @property
     def extension(self) -> bool:
@@ -314,7 +323,6 @@ STORAGE: dict[str, StoragePart] = {
         function="extend_list",
         module="runtime.extensions",
         label="x-extend",
-        args={"x-extend": Arg(bool, False)},
     ),
 }
 
@@ -370,7 +378,7 @@ def check_args(name: str, schema: Mapping[str, Arg], args: Any, path: str) -> No
             raise TemplateError(
                 f"{path}.{key}", f"not an argument of {name}; known: {sorted(schema)}"
             )
-        if not isinstance(value, schema[key].types):
+        if not schema[key].accepts(value):
             raise TemplateError(
                 f"{path}.{key}", f"must be a {schema[key].type_name}, got {value!r}"
             )
