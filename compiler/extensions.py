@@ -1,4 +1,4 @@
-"""Lowering of the extension content parsers that need more than their argument schema.
+"""Checks and lowering of the extension content parsers that need more than their schema.
 
 Extensions are content parsers, transform operations and a storage mode named `x-...`
 (compiler.parts lists them; runtime/extensions.py does what each says). compiler.parts
@@ -14,25 +14,17 @@ from typing import Any
 import regex
 
 from .errors import TemplateError
-from .ir import ContentPlan, Deferred, ExtensionContent, UnwrapContent, XmlInlineContent
+from .ir import ContentPlan, Deferred, XmlInlineContent
 from .regex_profile import literal_suffix
 
 
-def lower_json_stream(args: dict[str, Any], path: str) -> ContentPlan:
+def check_json_stream(args: dict[str, Any], path: str) -> None:
     """x-json-stream: `separators` may come between values (besides whitespace)."""
-    separators = args.get("separators", [])
-    if not all(isinstance(item, str) and item for item in separators):
+    if not all(isinstance(item, str) and item for item in args.get("separators", [])):
         raise TemplateError(f"{path}.separators", "must be a list of non-empty strings")
-    return ExtensionContent(
-        part="x-json-stream",
-        arguments=(
-            ("separators", tuple(separators)),
-            ("skip_invalid", args.get("skip_invalid", False)),
-        ),
-    )
 
 
-def lower_unwrap(args: dict[str, Any], path: str) -> ContentPlan:
+def check_unwrap(args: dict[str, Any], path: str) -> None:
     """x-unwrap: `pattern` matches one piece of inline markup (e.g. a citation); its named
     group `text`, when it has one, is the text the markup wraps, which is kept."""
     try:
@@ -46,7 +38,6 @@ def lower_unwrap(args: dict[str, Any], path: str) -> ContentPlan:
             f"{path}.pattern",
             f"only the named group 'text' is used, got {sorted(compiled.groupindex)}",
         )
-    return UnwrapContent(pattern=args["pattern"], strip=args.get("strip", True))
 
 
 def lower_xml_inline(args: dict[str, Any], path: str) -> ContentPlan:
@@ -91,18 +82,8 @@ def _strict_value_parser(spec: Any, path: str) -> Any:
             f"unknown content parser {name!r}; known: {parts.v1_content_parsers()}",
         )
     plan = parts.lower_content(name, spec.get("args", {}), f"{path}.args")
-    for nested in _nested_plans(plan):
-        if isinstance(nested, Deferred):
-            raise TemplateError(path, nested.message)
+    for nested in parts.plans(plan):
+        defect = nested if isinstance(nested, Deferred) else getattr(nested, "string_delims", ())
+        if isinstance(defect, Deferred):
+            raise TemplateError(path, defect.message)
     return plan
-
-
-def _nested_plans(plan: ContentPlan | None) -> list[Any]:
-    if plan is None:
-        return []
-    found: list[Any] = [plan]
-    found += _nested_plans(getattr(plan, "value_parser", None))
-    string_delims = getattr(plan, "string_delims", ())
-    if isinstance(string_delims, Deferred):
-        found.append(string_delims)
-    return found

@@ -8,8 +8,7 @@ it verbatim as the module's TEMPLATE constant.
       fields: Field ...           in template order
         open / close: Delimiter   literals or a regex, with its key path
         plan: ContentPlan         TextContent | JsonContent | XmlInlineContent
-                                  | KvLinesContent | UnwrapContent
-                                  | ExtensionContent | Deferred
+                                  | KvLinesContent | ExtensionContent | Deferred
         storage: str              assign | repeats | join | x-extend
         transform: transform tree (JSON values, Placeholder leaves, Operation nodes)
 
@@ -110,25 +109,15 @@ class KvLinesContent:
 
 @dataclass(frozen=True)
 class ExtensionContent:
-    """An extension content parser whose arguments are plain values (x-pythonic,
-    x-json-stream): its registry entry, and its checked arguments in schema order."""
+    """An extension content parser (x-pythonic, x-json-stream, x-unwrap...): its registry
+    entry, and its checked arguments in schema order (JSON arrays as tuples)."""
 
     part: str
     arguments: tuple[tuple[str, Any], ...] = ()
 
 
-@dataclass(frozen=True)
-class UnwrapContent:
-    """Extension x-unwrap: text with inline markup replaced by the text it wraps."""
-
-    pattern: str  # each match becomes its `text` group ("" without one)
-    strip: bool = True
-    part: str = "x-unwrap"
-
-
 ContentPlan: TypeAlias = (
-    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | ExtensionContent"
-    " | UnwrapContent | Deferred"
+    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | ExtensionContent | Deferred"
 )
 
 

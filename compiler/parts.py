@@ -32,6 +32,7 @@ from .errors import TemplateError
 from .ir import ContentPlan, Deferred, ExtensionContent, Operation, Template
 
 Lowering = Callable[[dict[str, Any], str], ContentPlan]
+Check = Callable[[dict[str, Any], str], None]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ class ContentPart:
     # The plan for these arguments at this key path; None: ExtensionContent holding the
     # checked arguments, each passed to the function as a keyword when not the default.
     lower: Lowering | None = None
+    # For an extension lowered to ExtensionContent: what its schema cannot say.
+    check: Check | None = None
     function: str | None = None  # the runtime function, None for an inline expression
     module: str = "runtime.content"  # where `function` is defined
     call: tuple[Param, ...] = ()
@@ -260,7 +263,7 @@ CONTENT: dict[str, ContentPart] = {
     "x-json-stream": ContentPart(
         "x-json-stream",
         {"separators": Arg(list, ()), "skip_invalid": Arg(bool, False)},
-        extensions.lower_json_stream,
+        check=extensions.check_json_stream,
         function="parse_json_stream",
         module="runtime.extensions",
     ),
@@ -286,7 +289,7 @@ CONTENT: dict[str, ContentPart] = {
     "x-unwrap": ContentPart(
         "x-unwrap",
         {"pattern": Arg(str, required=True), "strip": _STRIP},
-        extensions.lower_unwrap,
+        check=extensions.check_unwrap,
         function="unwrap_text",
         module="runtime.extensions",
         call=(Param("pattern", render="constant"), Param("strip", "strip")),
@@ -362,10 +365,19 @@ def lower_content(name: str, args: Any, path: str) -> ContentPlan:
     check_args(name, part.args, args, path)
     if part.lower is not None:
         return part.lower(args, path)
+    if part.check is not None:
+        part.check(args, path)
     return ExtensionContent(
         part=name,
-        arguments=tuple((key, args.get(key, arg.default)) for key, arg in part.args.items()),
+        arguments=tuple(
+            (key, _frozen(args.get(key, arg.default))) for key, arg in part.args.items()
+        ),
     )
+
+
+def _frozen(value: Any) -> Any:
+    """A JSON array as a tuple: plans are frozen, and the call passes it as one."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def check_args(name: str, schema: Mapping[str, Arg], args: Any, path: str) -> None:
