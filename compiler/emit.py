@@ -74,7 +74,7 @@ class PlanNames:
         part = self.part
         assert part is not None
         written: list[tuple[str | None, str, Any]] = []
-        for param in parts.call_params(part, self.plan):
+        for param in parts.call_params(part):
             value = parts.plan_value(self.plan, param.attribute)
             if param.keyword is not None:
                 if value == parts.plan_default(self.plan, param.attribute):

@@ -502,7 +502,7 @@ def plan_default(plan: ContentPlan, attribute: str) -> Any:
     return defaults[attribute]
 
 
-def call_params(part: ContentPart, plan: ContentPlan) -> tuple[Param, ...]:
+def call_params(part: ContentPart) -> tuple[Param, ...]:
     """The call's parameters: the entry's own, or one keyword per schema argument."""
     if part.call or part.inline is not None:
         return part.call

@@ -6,6 +6,7 @@ an extension is added by one entry plus one runtime function.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from collections.abc import Iterator
@@ -132,8 +133,78 @@ def test_a_module_imports_the_function_of_its_parts(name: str) -> None:
         assert "self._body()" in source and not (imported & _content_functions())
 
 
+PLAIN_CALLS = sorted(
+    name for name, part in parts.CONTENT.items() if part.extension and part.lower is None
+)
+ARG_VALUES = {
+    bool: st.booleans(),
+    list: st.lists(st.text("ab,;", min_size=1, max_size=3), max_size=3),
+    int: st.integers(-3, 3),
+}
+
+
+@given(data=st.data(), name=st.sampled_from(PLAIN_CALLS))
+def test_a_call_passes_exactly_the_arguments_that_differ_from_the_default(
+    data: Any, name: str
+) -> None:
+    part = parts.CONTENT[name]
+    args = required_args(part)
+    for key, arg in part.args.items():
+        if arg.types in ARG_VALUES and data.draw(st.booleans()):
+            args[key] = data.draw(ARG_VALUES[arg.types])  # type: ignore[index]
+    template = field_template({"content": name, "content_args": args})
+    tree = ast.parse(compile_source(template, format=False))
+    (call,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == part.function
+    ]
+    passed = {keyword.arg: keyword.value for keyword in call.keywords}
+    keywords = {p.keyword: p.attribute for p in parts.call_params(part) if p.keyword}
+    assert set(passed) == {
+        keyword
+        for keyword, key in keywords.items()
+        if key in args and _frozen(args[key]) != part.args[key].default
+    }
+    for keyword, node in passed.items():
+        assert ast.literal_eval(node) == _frozen(args[keywords[keyword]])
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
 def _content_functions() -> set[str]:
     return {part.function for part in parts.CONTENT.values() if part.function}
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "expected"),
+    [
+        ("assign", {}, "{bad"),
+        ("repeats", {"repeats": True}, [["1"], "{bad"]),
+        ("join", {"repeats": True, "join": "+"}, "1+{bad"),
+        ("x-extend", {"x-extend": True}, ["1", "{bad"]),
+    ],
+)
+def test_each_storage_mode_stores_raw_text_as_its_entry_says(
+    name: str, field: dict[str, Any], expected: Any
+) -> None:
+    """on_error="keep_raw": a region that does not parse is stored by the entry's raw_store."""
+    template = {
+        "start_anchor": "A",
+        "fields": {"t": {"open": "<t>", "close": "</t>", "content": "json", **field}},
+    }
+    assert build_template(template).fields[0].storage == name
+    raw_store = parts.STORAGE[name].raw_store
+    source = compile_source(template, format=False)
+    assert (f"store={raw_store!r}," in source) == (raw_store != "assign")
+    body = '"1"' if name == "join" else '["1"]'
+    message = load_parser(template).parse(
+        f"<t>{body}</t><t>{{bad</t>", prefix="", on_error="keep_raw"
+    )
+    assert message["t"] == expected
+    assert [error["raw"] for error in message["parse_errors"]] == ["{bad"]
 
 
 # -- argument schemas -----------------------------------------------------------------
