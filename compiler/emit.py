@@ -390,7 +390,6 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
             start=start,
             deferred_errors=DEFERRED_ERRORS,
             operations=parts.OPERATIONS,
-            storage=parts.STORAGE,
             profiles={
                 w.delimiter.pattern: w.profile
                 for st in automaton.states

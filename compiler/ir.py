@@ -11,10 +11,10 @@ it verbatim as the module's TEMPLATE constant.
                                   | KvLinesContent | ExtensionContent | Deferred
         storage: str              assign | repeats | join | x-extend
         transform: transform tree (JSON values, Placeholder leaves, Operation nodes)
+      start_anchor: Delimiter
 
 Each plan's `part`, each Operation's `name` and each field's `storage` name the
 compiler.parts registry entry that lowered it and says how it becomes code.
-      start_anchor: Delimiter
 """
 
 from __future__ import annotations
