@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from . import __version__, parts
@@ -48,12 +48,12 @@ class PlanNames:
     value: PlanNames | None = None  # the nested value parser
     kinds: list[tuple[str, PlanNames]] = dataclass_field(default_factory=list)  # x-xml-inline
 
-    @property
+    @cached_property
     def part(self) -> parts.ContentPart | None:
         """The plan's registry entry; None for a Deferred plan, whose code raises."""
         return parts.content_part(self.plan)
 
-    @property
+    @cached_property
     def constants(self) -> list[tuple[parts.Constant, Any]]:
         """The module constants the plan's call reads: (constant, template value) when set."""
         part = self.part
@@ -65,7 +65,7 @@ class PlanNames:
             if (value := parts.plan_value(self.plan, constant.attribute))
         ]
 
-    @property
+    @cached_property
     def arguments(self) -> list[tuple[str | None, str, Any]]:
         """The call's arguments after the text: (keyword or None, how to write it, value).
 
