@@ -151,7 +151,8 @@ class StoragePart:
     generated store, "assign", "append" (a list of values), "join" (strings joined by the
     field's `join`), or "call": output = function(previous or None, value, field name).
     `raw_store`: how on_error="keep_raw" stores a region's raw text ("assign", "append"
-    or "join"), the `store` of the field's runtime State. `label` names it in comments.
+    or "join"), the `store` of the field's runtime State. The generated store sits under
+    a comment naming `key` (runtime.source_map reads it).
     """
 
     name: str
@@ -160,7 +161,6 @@ class StoragePart:
     raw_store: str
     function: str | None = None
     module: str = "runtime.parser"
-    label: str = ""
 
     @property
     def extension(self) -> bool:
@@ -307,16 +307,13 @@ OPERATIONS: dict[str, OperationPart] = {
 
 STORAGE: dict[str, StoragePart] = {
     "assign": StoragePart("assign", None, form="assign", raw_store="assign"),
-    "repeats": StoragePart(
-        "repeats", "repeats", form="append", raw_store="append", label="repeats"
-    ),
+    "repeats": StoragePart("repeats", "repeats", form="append", raw_store="append"),
     "join": StoragePart(
         "join",
         "join",
         form="join",
         raw_store="join",
         function="require_str",
-        label="repeats joined",
     ),
     "x-extend": StoragePart(
         "x-extend",
@@ -325,7 +322,6 @@ STORAGE: dict[str, StoragePart] = {
         raw_store="append",
         function="extend_list",
         module="runtime.extensions",
-        label="x-extend",
     ),
 }
 

@@ -41,6 +41,9 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
+# A state keeps the set of its start texts' proper prefixes when they total at most this
+# many characters (State.piece_at_end); longer literals are checked with startswith.
+MAX_PIECES = 4096
 
 
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
@@ -291,6 +294,9 @@ class State:
         "tail",
         "start_texts",
         "starts",
+        "reach",
+        "leads",
+        "pieces",
         "plain_tails",
         "store",
         "join",
@@ -336,6 +342,17 @@ class State:
         self.starts = (
             re.compile("|".join(re.escape(text) for text in self.start_texts)) if known else None
         )
+        # For piece_at_end: a piece starts at most `reach` characters from the end, on one of
+        # the `leads`; `pieces` holds every proper prefix of the start texts (None when that
+        # set would be large: long literals are then checked with startswith).
+        self.reach = max((len(text) - 1 for text in self.start_texts), default=0)
+        self.leads = "".join(sorted({text[0] for text in self.start_texts}))
+        size = sum(len(text) for text in self.start_texts)
+        self.pieces = (
+            frozenset(text[:end] for text in self.start_texts for end in range(1, len(text)))
+            if size <= MAX_PIECES
+            else None
+        )
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_tails = plain_tails
@@ -356,9 +373,30 @@ class State:
         return self.piece_at_end(text) != -1
 
     def piece_at_end(self, text: str) -> int:
-        """Start of the longest suffix of `text` that begins a start text, or -1."""
-        starts = [piece_at_end(text, start) for start in self.start_texts]
-        return min((start for start in starts if start != -1), default=-1)
+        """Start of the longest suffix of `text` that begins a start text, or -1.
+
+        Called for every chunk that may hold a delimiter's first character, so it looks
+        only at the places of a lead character among the last `reach` characters, left
+        to right: the first that begins a start text wins.
+        """
+        begin = len(text) - self.reach
+        if begin < 0:
+            begin = 0
+        found = -1
+        for lead in self.leads:
+            index = text.find(lead, begin, found if found != -1 else len(text))
+            while index != -1:
+                if self._is_piece(text[index:]):
+                    found = index
+                    break
+                index = text.find(lead, index + 1, found if found != -1 else len(text))
+        return found
+
+    def _is_piece(self, text: str) -> bool:
+        """Whether `text` is a proper prefix of a start text."""
+        if self.pieces is not None:
+            return text in self.pieces
+        return any(start.startswith(text) and start != text for start in self.start_texts)
 
     def _find(self, buf: str, pos: int) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""

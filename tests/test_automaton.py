@@ -177,3 +177,37 @@ def test_partial_search_prefers_the_complete_match(pattern: str, buf: str, data:
     else:
         assert partial is not None and not partial.partial
         assert (partial.span(), partial.groupdict()) == (plain.span(), plain.groupdict())
+
+
+@given(
+    literals=st.lists(st.text("<|/ab", min_size=2, max_size=6), min_size=1, max_size=4),
+    text=st.text("<|/ab x", max_size=12),
+    small=st.booleans(),
+)
+def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
+    literals: list[str], text: str, small: bool
+) -> None:
+    """State.piece_at_end (one pass over lead characters, a set of pieces or startswith for
+    long literals) equals its definition: the leftmost index whose suffix is a proper
+    prefix of some start text."""
+    state = State(
+        "x",
+        literals=(LiteralDelimiter(CLOSE, "x", tuple(sorted(set(literals), key=len)), rank=0),),
+        literals_re=re.compile("|".join(map(re.escape, literals))),
+        feed=None,
+        close=None,
+    )
+    if not state.start_texts:
+        return  # only one-character texts: the fast path's character test says it all
+    if small:
+        state.pieces = None  # as for literals longer than MAX_PIECES in all
+    expected = min(
+        (
+            index
+            for index in range(len(text))
+            for start in state.start_texts
+            if start.startswith(text[index:]) and start != text[index:]
+        ),
+        default=-1,
+    )
+    assert state.piece_at_end(text) == expected

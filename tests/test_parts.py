@@ -291,8 +291,8 @@ def reverse_words(value: Any) -> Any:
 
 def keep_longest(previous: Any, value: Any, field: str) -> str:
     """The toy storage mode: the longest value so far."""
-    if not isinstance(value, str):
-        raise ValueError(f"Field {field!r}: x-longest needs strings")
+    if not isinstance(value, str) or "#" in value:
+        raise ValueError(f"Field {field!r}: x-longest needs strings without '#'")
     return value if previous is None or len(value) > len(previous) else previous
 
 
@@ -324,7 +324,6 @@ def toy_extensions(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             raw_store="assign",
             function="keep_longest",
             module=module,
-            label="x-longest",
         ),
     )
     yield
@@ -366,6 +365,11 @@ def test_a_toy_extension_is_one_entry_and_one_function(toy_extensions: None) -> 
     lenient = parser.parse("<s>a</s><s>b!</s>", prefix="", on_error="keep_raw")
     assert lenient["shouts"] == "b!"
     assert [error["raw"] for error in lenient["parse_errors"]] == ["b!"]
+    # The source map names the template key of the part that failed.
+    assert lenient["parse_errors"][0]["error"]["key"] == "fields.shouts.content"
+    with pytest.raises(ValueError, match="x-longest needs strings") as raised:
+        parser.parse("<s>#</s>", prefix="")
+    assert raised.value.key == "fields.shouts.x-longest"  # type: ignore[attr-defined]
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
