@@ -74,8 +74,9 @@ START_ANCHOR = ("<｜Assistant｜></think>", "<｜Assistant｜>")
 THINKING_OPEN = "<think>"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile("</think>|(?=<｜DSML｜tool_calls>)", regex.DOTALL)
+THINKING_CLOSE_PREFIX = ("</think>", "<｜DSML｜tool_calls>")
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -94,10 +95,11 @@ TOOL_CALLS_OPEN_RUNS = (
 )
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '/' or '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(
     "</｜DSML｜invoke>|/>(?=\\s*(?:<｜DSML｜invoke|</｜DSML｜tool_calls>))", regex.DOTALL
 )
+TOOL_CALLS_CLOSE_PREFIX = ("</｜DSML｜invoke>", "/>")
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -139,7 +141,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -160,7 +162,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "/" in text or "<" in text:
+        if (
+            self._pending
+            or not text
+            or (("/" in text or "<" in text) and self._state.may_start(text))
+        ):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -205,13 +211,22 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

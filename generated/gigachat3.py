@@ -59,8 +59,9 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|message_sep\|>", r"\s*", "function call<|ro
 TOOL_CALLS_OPEN_PREFIX = "<|message_sep|>"
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=<\|message_sep\|>)", regex.DOTALL)
+TOOL_CALLS_CLOSE_PREFIX = ("</s>", "<|message_sep|>")
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
@@ -88,7 +89,7 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -130,7 +131,11 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

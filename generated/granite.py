@@ -66,11 +66,12 @@ THINKING_OPEN_RE = regex.compile(r"Here(?:'s| is) my thought process:", regex.DO
 THINKING_OPEN_PREFIX = "Here"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<' or 'H'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(
     r"Here(?:'s| is) my response:\s*|<\|end_of_text\|>|(?=<\|tool_call\|>|<tool_call>)",
     regex.DOTALL,
 )
+THINKING_CLOSE_PREFIX = ("Here", "<|end_of_text|>", "<")
 
 # fields.tool_calls.open (longest first, as the reference tries them)
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")
@@ -107,7 +108,11 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "H" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "H" in text) and self._state.may_start(text))
+        ):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -187,7 +192,11 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
         feed=_feed_thinking,
         close=_close_thinking,
     )

@@ -71,10 +71,11 @@ START_ANCHOR = ("<｜hy_Assistant｜>",)
 THINKING_OPEN_RE = regex.compile(r"\s*<think(?::[^\s>]+)?>", regex.DOTALL)
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(
     r"</think(?::[^\s>]+)?>\s*|(?=<tool_calls?(?::[^\s>]+)?>)", regex.DOTALL
 )
+THINKING_CLOSE_PREFIX = ("</think", "<tool_call")
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -131,7 +132,7 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text:
+        if self._pending or not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -190,7 +191,11 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
         feed=_feed_thinking,
         close=_close_thinking,
     )

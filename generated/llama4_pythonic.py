@@ -63,10 +63,11 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|header_start|>assistant<|header_end|>\n\n",)
 
 # fields.tool_calls.open_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|python_start\|>\s*|(?=\[[A-Za-z_][\w.]*\((?:\)|[A-Za-z_]\w*=))", regex.DOTALL
 )
+TOOL_CALLS_OPEN_PREFIX = ("<|python_start|>", "[")
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -125,7 +126,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "[" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "[" in text) and self._state.may_start(text))
+        ):
             return self._scan_feed(text)
         self._fed += len(text)
         self._append_context(text)
@@ -160,7 +165,14 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
+                target=TOOL_CALLS_STATE,
+            ),
         ),
         feed=_feed_content,
         close=_close_content,

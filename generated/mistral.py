@@ -64,8 +64,9 @@ START_ANCHOR = ("[/TOOL_RESULTS]", "[/INST]")
 THINKING_OPEN = "[THINK]"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(r"\[/THINK\]\s*|</s>", regex.DOTALL)
+THINKING_CLOSE_PREFIX = ("[/THINK]", "</s>")
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -79,8 +80,9 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\[TOOL_CALLS\]", r"[^\[\]{}\s]*"),)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
+TOOL_CALLS_CLOSE_PREFIX = ("</s>", "[TOOL_CALLS]")
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
@@ -108,7 +110,11 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "[" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "[" in text) and self._state.may_start(text))
+        ):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -128,7 +134,11 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "[" in text:
+        if (
+            self._pending
+            or not text
+            or (("<" in text or "[" in text) and self._state.may_start(text))
+        ):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -182,13 +192,22 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

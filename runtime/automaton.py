@@ -150,9 +150,10 @@ class RegexDelimiter:
     """A delimiter written as a regex (`open_pattern` / `close_pattern`).
 
     A complete match that ends at the buffer edge is pending: more text could extend it.
-    `prefix` is the text every match starts with, when the compiler found one: a match
-    can then only start where `str.find` finds it (or, partially, in the buffer's last
-    few characters, on a piece of it), so the regex engine runs only from there.
+    `prefix` is the text every match starts with, or a tuple of texts every match starts
+    with one of (one per branch), when the compiler found them: a match can then only
+    start where `str.find` finds one (or, partially, in the buffer's last few characters,
+    on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
     reused, in case they depend on where a search starts.
     """
@@ -163,7 +164,7 @@ class RegexDelimiter:
         "rank",
         "target",
         "pattern",
-        "prefix",
+        "prefixes",
         "memo",
         "runs",
     )
@@ -175,7 +176,7 @@ class RegexDelimiter:
         pattern: Any,
         *,
         rank: int,
-        prefix: str = "",
+        prefix: str | tuple[str, ...] = "",
         memo: bool = True,
         runs: tuple[HeldRun, ...] = (),
         target: State | None = None,
@@ -185,7 +186,7 @@ class RegexDelimiter:
         self.rank = rank
         self.target = target
         self.pattern = pattern
-        self.prefix = prefix
+        self.prefixes = (prefix,) if isinstance(prefix, str) and prefix else tuple(prefix)
         self.memo = memo
         self.runs = runs  # how a held match can wait (see `waits`)
 
@@ -193,11 +194,16 @@ class RegexDelimiter:
         """(start, end, pending, match) of the next match, partial ones included unless at
         end of stream; None if there is none; IRRELEVANT if none can start at or before
         `limit` (a result that must not be reused for later positions)."""
-        prefix = self.prefix
-        if prefix:
-            # Complete matches start where the prefix occurs; partial ones may also start in
-            # the last len(prefix) - 1 characters, on a piece of it.
-            index = find_literal(buf, prefix, pos, limit + len(prefix))
+        prefixes = self.prefixes
+        if prefixes:
+            # Complete matches start where a prefix occurs; partial ones may also start in
+            # the last len(prefix) - 1 characters, on a piece of one.
+            index = -1
+            for prefix in prefixes:
+                bound = limit if index == -1 else index  # only an earlier start matters
+                found = find_literal(buf, prefix, pos, bound + len(prefix))
+                if found != -1:
+                    index = found
             if index == -1 and not eos:
                 index = self._tail(buf, pos)
                 if index > limit:
@@ -268,8 +274,9 @@ class RegexDelimiter:
         return f"fields.{self.field}.{kind}"
 
     def _tail(self, buf: str, pos: int) -> int:
-        """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
-        return piece_at_end(buf, self.prefix, pos)
+        """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
+        starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
+        return min((start for start in starts if start != -1), default=-1)
 
 
 class State:
@@ -296,7 +303,8 @@ class State:
         "starts",
         "reach",
         "leads",
-        "pieces",
+        "at_end",
+        "starts_or_piece",
         "plain_tails",
         "store",
         "join",
@@ -334,25 +342,30 @@ class State:
         # first, when all are known and one is longer than a character (otherwise the
         # fast path's character test already says everything); `starts` finds them.
         texts = {literal for delim in literals for literal in delim.literals}
-        texts.update(delim.prefix for delim in patterns)
-        known = all(delim.prefix for delim in patterns) and any(len(text) > 1 for text in texts)
+        texts.update(prefix for delim in patterns for prefix in delim.prefixes)
+        known = all(delim.prefixes for delim in patterns) and any(len(text) > 1 for text in texts)
         self.start_texts = (
             tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
         )
         self.starts = (
             re.compile("|".join(re.escape(text) for text in self.start_texts)) if known else None
         )
-        # For piece_at_end: a piece starts at most `reach` characters from the end, on one of
-        # the `leads`; `pieces` holds every proper prefix of the start texts (None when that
-        # set would be large: long literals are then checked with startswith).
+        # A piece (a proper prefix of a start text) at the end of a chunk starts at most
+        # `reach` characters from its end, on one of the `leads`. Unless the start texts are
+        # long (over MAX_PIECES characters in all), one regex finds the longest piece
+        # (`at_end`), and one tells a start text from a piece or neither (`starts_or_piece`):
+        # a single C call for every chunk that holds a lead character.
         self.reach = max((len(text) - 1 for text in self.start_texts), default=0)
         self.leads = "".join(sorted({text[0] for text in self.start_texts}))
-        size = sum(len(text) for text in self.start_texts)
-        self.pieces = (
-            frozenset(text[:end] for text in self.start_texts for end in range(1, len(text)))
-            if size <= MAX_PIECES
-            else None
+        pieces = sorted(
+            {text[:end] for text in self.start_texts for end in range(1, len(text))},
+            key=lambda text: (-len(text), text),
         )
+        self.at_end = self.starts_or_piece = None
+        if pieces and self.starts is not None and sum(map(len, self.start_texts)) <= MAX_PIECES:
+            ends = "|".join(re.escape(piece) for piece in pieces)
+            self.at_end = re.compile(f"(?:{ends})\\Z")
+            self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_tails = plain_tails
@@ -368,6 +381,8 @@ class State:
 
     def may_start(self, text: str) -> bool:
         """Whether a watched delimiter occurs in `text`, or begins at its end."""
+        if self.starts_or_piece is not None:
+            return self.starts_or_piece.search(text) is not None
         if self.starts is None or self.starts.search(text) is not None:
             return True
         return self.piece_at_end(text) != -1
@@ -375,13 +390,16 @@ class State:
     def piece_at_end(self, text: str) -> int:
         """Start of the longest suffix of `text` that begins a start text, or -1.
 
-        Called for every chunk that may hold a delimiter's first character, so it looks
-        only at the places of a lead character among the last `reach` characters, left
-        to right: the first that begins a start text wins.
+        One regex search from `reach` characters before the end (`at_end`); for long start
+        texts, a look at each place of a lead character there, left to right: the first
+        that begins a start text wins.
         """
         begin = len(text) - self.reach
         if begin < 0:
             begin = 0
+        if self.at_end is not None:
+            match = self.at_end.search(text, begin)
+            return -1 if match is None else match.start()
         found = -1
         for lead in self.leads:
             index = text.find(lead, begin, found if found != -1 else len(text))
@@ -394,8 +412,6 @@ class State:
 
     def _is_piece(self, text: str) -> bool:
         """Whether `text` is a proper prefix of a start text."""
-        if self.pieces is not None:
-            return text in self.pieces
         return any(start.startswith(text) and start != text for start in self.start_texts)
 
     def _find(self, buf: str, pos: int) -> int:

@@ -118,7 +118,7 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     name,
                     regex.compile(spec.pattern, regex.DOTALL),
                     rank=rank,
-                    prefix=prof.literal_prefix,
+                    prefix=prof.literal_prefixes,
                     memo=prof.analysed,
                 )
             )
@@ -199,8 +199,9 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     )
     if not state.start_texts:
         return  # only one-character texts: the fast path's character test says it all
-    if small:
-        state.pieces = None  # as for literals longer than MAX_PIECES in all
+    if small:  # as for start texts longer than MAX_PIECES in all
+        state.at_end = state.starts_or_piece = None
+    may_start = any(start in text for start in state.start_texts)
     expected = min(
         (
             index
@@ -211,3 +212,4 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
         default=-1,
     )
     assert state.piece_at_end(text) == expected
+    assert state.may_start(text) == (may_start or expected != -1)
