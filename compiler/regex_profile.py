@@ -69,6 +69,13 @@ class RegexProfile:
     prefix_at_start: bool = False
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
+    # True when a search over a short text cannot run long whatever the text: every
+    # repeat is of one character (or an optional group of such), at most CHEAP_REPEATS of
+    # them unbounded, no look-behind, no back-reference. A search over n characters then
+    # takes O(n^(CHEAP_REPEATS + 1)) steps, so over runtime.automaton.SHORT_SPAN
+    # characters it needs no time bound (whose cost, ~5 us a search, would dominate
+    # the scans of a stream).
+    cheap: bool = False
 
     @property
     def kind(self) -> str:
@@ -125,6 +132,7 @@ def profile(pattern: str) -> RegexProfile:
         literal_prefixes=_literal_prefixes(items),
         prefix_at_start=_starts_with_literal(items),
         runs=_runs(pattern, items),
+        cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
     )
 
 
@@ -387,6 +395,45 @@ def _first_is_literal(branch: list[Any]) -> bool:
         inner = list(av[1])
         return bool(inner) and inner[0][0] is sre.LITERAL
     return op is sre.LITERAL
+
+
+# At most this many unbounded repeats for a pattern to be cheap (RegexProfile.cheap).
+CHEAP_REPEATS = 3
+_ONE_CHARACTER = (sre.ANY, sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.CATEGORY)
+_TOO_MANY = CHEAP_REPEATS + 1
+
+
+def _unbounded_repeats(items: list[Any]) -> int:
+    """How many repeats of one character with no small upper bound a match can go
+    through, the branch with most of them counting; more than CHEAP_REPEATS when some
+    construct can make a search costly whatever that count (a repeated group, a
+    look-behind, a back-reference)."""
+    count = 0
+    for op, av in items:
+        if op in _REPEATS:
+            high, body = av[1], list(av[2])
+            if len(body) == 1 and body[0][0] in _ONE_CHARACTER:
+                count += high > 1
+            elif high <= 1:
+                count += _unbounded_repeats(body)
+            else:
+                return _TOO_MANY
+        elif op is sre.BRANCH:
+            count += max(_unbounded_repeats(list(branch)) for branch in av[1])
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            direction, body = av
+            if direction < 0:
+                return _TOO_MANY
+            count += _unbounded_repeats(list(body))
+        elif op is sre.SUBPATTERN or op is getattr(sre, "ATOMIC_GROUP", None):
+            count += _unbounded_repeats(_children(op, av)[0])
+        elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
+            return _TOO_MANY
+        elif op not in _ONE_CHARACTER and op is not sre.AT:
+            return _TOO_MANY  # anything not known to be cheap
+        if count > CHEAP_REPEATS:
+            return _TOO_MANY
+    return count
 
 
 def _in_common_subset(pattern: str) -> bool:

@@ -175,6 +175,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -186,7 +187,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -203,7 +209,9 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, cheap=True, target=TOOL_CALLS_STATE
+            ),
         ),
         feed=None,
         close=_close_content,

@@ -210,6 +210,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -227,6 +228,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -245,7 +247,9 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX),
+            RegexDelimiter(
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+            ),
         ),
         plain_tails=True,
         feed=_feed_content,

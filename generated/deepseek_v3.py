@@ -138,7 +138,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, runs=TOOL_CALLS_CLOSE_RUNS
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                cheap=True,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         feed=None,
@@ -157,7 +162,7 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=1),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=1, cheap=True),
         ),
         feed=None,
         close=_close_content,

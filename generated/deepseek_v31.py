@@ -185,7 +185,7 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, cheap=True),),
         feed=None,
         close=_close_tool_calls,
         dirty=True,
@@ -206,7 +206,7 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
         ),
         feed=None,
         close=_close_content,

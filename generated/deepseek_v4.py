@@ -213,7 +213,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -224,7 +229,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -248,7 +258,7 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
         ),
         feed=None,
         close=_close_content,

@@ -176,6 +176,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -192,6 +193,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -210,8 +212,10 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(
+                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+            ),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
         ),
         feed=None,
         close=_close_content,

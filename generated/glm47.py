@@ -185,7 +185,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -201,6 +206,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -215,7 +221,9 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
+            RegexDelimiter(
+                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+            ),
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
         ),
         feed=None,

@@ -194,7 +194,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -224,6 +229,7 @@ class Parser(CompiledParser):
                 THINKING_OPEN_RE,
                 rank=0,
                 prefix=THINKING_OPEN_PREFIX,
+                cheap=True,
                 target=THINKING_STATE,
             ),
         ),

@@ -137,7 +137,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         feed=_feed_tool_calls,
@@ -150,7 +155,9 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+            ),
         ),
         feed=None,
         close=_close_content,

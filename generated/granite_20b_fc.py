@@ -143,7 +143,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,

@@ -168,7 +168,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -184,6 +189,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),

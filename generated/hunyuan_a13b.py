@@ -190,6 +190,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -205,8 +206,10 @@ class Parser(CompiledParser):
         ),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, cheap=True, target=TOOL_CALLS_STATE
+            ),
+            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
         ),
         feed=None,
         close=_close_content,

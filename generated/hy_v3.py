@@ -193,7 +193,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -209,6 +214,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -221,7 +227,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         patterns=(
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
+            RegexDelimiter(
+                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+            ),
             RegexDelimiter(
                 OPEN,
                 "tool_calls",
@@ -230,7 +238,9 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, runs=CONTENT_CLOSE_RUNS),
+            RegexDelimiter(
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True, runs=CONTENT_CLOSE_RUNS
+            ),
         ),
         feed=None,
         close=_close_content,

@@ -146,6 +146,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -159,7 +160,9 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+            ),
         ),
         feed=None,
         close=_close_content,

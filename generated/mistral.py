@@ -194,7 +194,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -205,7 +210,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -228,6 +238,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

@@ -156,7 +156,9 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+            ),
         ),
         feed=_feed_content,
         close=_close_content,

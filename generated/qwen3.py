@@ -215,7 +215,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         plain_tails=True,
@@ -231,6 +236,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -253,6 +259,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
+                cheap=True,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
@@ -262,6 +269,7 @@ class Parser(CompiledParser):
                 CONTENT_CLOSE_RE,
                 rank=2,
                 prefix=CONTENT_CLOSE_PREFIX,
+                cheap=True,
                 runs=CONTENT_CLOSE_RUNS,
             ),
         ),

@@ -181,7 +181,12 @@ class Parser(CompiledParser):
         "thinking",
         patterns=(
             RegexDelimiter(
-                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+                CLOSE,
+                "thinking",
+                THINKING_CLOSE_RE,
+                rank=0,
+                prefix=THINKING_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         feed=_feed_thinking,
@@ -191,7 +196,12 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(
             RegexDelimiter(
-                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
             ),
         ),
         feed=_feed_tool_calls,
@@ -202,16 +212,21 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         patterns=(
-            RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
+            RegexDelimiter(
+                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+            ),
             RegexDelimiter(
                 OPEN,
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
+                cheap=True,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX),
+            RegexDelimiter(
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+            ),
         ),
         feed=None,
         close=_close_content,

@@ -147,7 +147,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, cheap=True),),
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -157,7 +157,9 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         literals_re=CONTENT_LITERALS,
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+            ),
         ),
         feed=None,
         close=_close_content,

@@ -41,6 +41,9 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
+# A search over at most this many characters with a cheap pattern (RegexDelimiter.cheap)
+# runs without the time bound: the compiler has shown it cannot run long on so little text.
+SHORT_SPAN = 32
 # A state keeps the set of its start texts' proper prefixes when they total at most this
 # many characters (State.piece_at_end); longer literals are checked with startswith.
 MAX_PIECES = 4096
@@ -155,7 +158,10 @@ class RegexDelimiter:
     start where `str.find` finds one (or, partially, in the buffer's last few characters,
     on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
-    reused, in case they depend on where a search starts.
+    reused, in case they depend on where a search starts. `cheap` is True for patterns
+    whose search over SHORT_SPAN characters the compiler has shown to be quick (see
+    compiler.regex_profile, RegexProfile.cheap): such searches, the usual ones of a
+    stream, skip the time bound, which costs more than the search itself.
     """
 
     __slots__ = (
@@ -166,6 +172,7 @@ class RegexDelimiter:
         "pattern",
         "prefixes",
         "memo",
+        "cheap",
         "runs",
     )
 
@@ -178,6 +185,7 @@ class RegexDelimiter:
         rank: int,
         prefix: str | tuple[str, ...] = "",
         memo: bool = True,
+        cheap: bool = False,
         runs: tuple[HeldRun, ...] = (),
         target: State | None = None,
     ) -> None:
@@ -188,6 +196,7 @@ class RegexDelimiter:
         self.pattern = pattern
         self.prefixes = (prefix,) if isinstance(prefix, str) and prefix else tuple(prefix)
         self.memo = memo
+        self.cheap = cheap
         self.runs = runs  # how a held match can wait (see `waits`)
 
     def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
@@ -217,33 +226,44 @@ class RegexDelimiter:
         # concurrent=True: `regex` searches the str in place without holding the GIL; with
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
-        pattern = self.pattern
-        timeout = errors.regex_timeout(len(buf) - pos)
-        try:
-            match = pattern.search(buf, pos, timeout=timeout, concurrent=True)
-        except TimeoutError:
-            match = errors.search_bounded(
-                lambda wall: pattern.search(buf, pos, timeout=wall, concurrent=True),
-                self._where(),
-                len(buf) - pos,
-            )
+        cheap = self.cheap and len(buf) - pos <= SHORT_SPAN
+        if cheap:
+            match = self.pattern.search(buf, pos, concurrent=True)
+        else:
+            match = self._search_bounded(buf, pos, False)
         if match is not None:
             start, end = match.span()
             return start, end, not eos and end == len(buf), match
         if eos:
             return None
-        try:
-            match = pattern.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
-        except TimeoutError:
-            match = errors.search_bounded(
-                lambda wall: pattern.search(buf, pos, partial=True, timeout=wall, concurrent=True),
-                self._where(),
-                len(buf) - pos,
-            )
+        if cheap:
+            match = self.pattern.search(buf, pos, partial=True, concurrent=True)
+        else:
+            match = self._search_bounded(buf, pos, True)
         if match is None:
             return None
         start, end = match.span()
         return start, end, True, match
+
+    def _search_bounded(self, buf: str, pos: int, partial: bool) -> Any:
+        """A plain or partial search under the regex time bound."""
+        pattern = self.pattern
+        try:
+            return pattern.search(
+                buf,
+                pos,
+                partial=partial,
+                timeout=errors.regex_timeout(len(buf) - pos),
+                concurrent=True,
+            )
+        except TimeoutError:
+            return errors.search_bounded(
+                lambda wall: pattern.search(
+                    buf, pos, partial=partial, timeout=wall, concurrent=True
+                ),
+                self._where(),
+                len(buf) - pos,
+            )
 
     def waits(self, buf: str, hold: int) -> HeldRun | None:
         """How this delimiter's match at `hold` can only change when some text arrives.

@@ -13,13 +13,16 @@ import itertools
 import re
 from typing import Any
 
+import pytest
 import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
 from compiler.ir import Delimiter
 from compiler.regex_profile import profile
+import runtime.errors
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
+from runtime.errors import RegexTimeout
 
 ALPHABET = "ab<"
 BUFFERS = [
@@ -213,3 +216,51 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     )
     assert state.piece_at_end(text) == expected
     assert state.may_start(text) == (may_start or expected != -1)
+
+
+CHEAP = [
+    r"</tool_call>\s*",
+    r"\s*(?:<tool_call>\s*)?<function=(?P<name>[^>\n]+)>",
+    r"</think>|(?=<tool_call>\s*<function=)",
+    r"<\|im_end\|>.*",
+    r"^\s*",
+]
+COSTLY = [
+    r"(a|aa)+c",  # a repeated group: exponential on "aaa...b"
+    r"(a+)+b",
+    r"(?:ab)*c",
+    r"\s*\s*\s*\s*x",  # four overlapping unbounded repeats: O(n^4) per start
+    r"(?<=\n\s*)x",  # a look-behind reads text before the searched span
+    r"(x)\1",
+]
+
+
+def test_cheap_patterns_are_the_ones_with_few_one_character_repeats() -> None:
+    """A pattern is cheap (searched over short texts without the time bound) only with at
+    most three unbounded repeats, each of one character, and no look-behind or
+    back-reference."""
+    assert [profile(pattern).cheap for pattern in CHEAP] == [True] * len(CHEAP)
+    assert [profile(pattern).cheap for pattern in COSTLY] == [False] * len(COSTLY)
+
+
+def test_a_costly_pattern_keeps_its_time_bound_on_a_short_text() -> None:
+    # 32 characters are enough for (a|aa)+c to backtrack for seconds; not cheap, so the
+    # search runs under the bound and raises instead.
+    delim = RegexDelimiter(CLOSE, "x", regex.compile(r"(a|aa)+c"), rank=0)
+    buf = "a" * 31 + "b"
+    with runtime.errors.bounded_by(0.05), pytest.raises(RegexTimeout, match=r"fields\.x"):
+        delim.search(buf, 0, True, len(buf))
+
+
+@given(pattern=st.sampled_from(CHEAP), text=st.text("<>/a_=\n tcolfunimkd|", max_size=40))
+def test_cheap_search_finds_what_the_bounded_search_finds(pattern: str, text: str) -> None:
+    compiled = regex.compile(pattern, regex.DOTALL)
+    cheap = RegexDelimiter(CLOSE, "x", compiled, rank=0, cheap=True)
+    bounded = RegexDelimiter(CLOSE, "x", compiled, rank=0)
+    for eos in (False, True):
+        for pos in range(len(text) + 1):
+            got = cheap.search(text, pos, eos, len(text))
+            want = bounded.search(text, pos, eos, len(text))
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert got[:3] == want[:3]
