@@ -18,9 +18,9 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
+import runtime.errors
 from compiler.ir import Delimiter
 from compiler.regex_profile import profile
-import runtime.errors
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from runtime.errors import RegexTimeout
 
