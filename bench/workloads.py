@@ -26,8 +26,39 @@ def reasoning(size: int, seed: int = 0) -> str:
     return "".join(out)[:size]
 
 
-def long_reasoning_then_tool_call(model: str, size: int) -> str:
-    body = reasoning(size)
+# Bits of code, HTML and math: text dense in `<`, the first character of most delimiters.
+MARKUP = (
+    "if (a < b && c <= d) {",
+    '<div class="x">',
+    "</div>",
+    "x << 2",
+    "for i in range(n): if i < k:",
+    "<br/>",
+    "a<b",
+    "<= 3",
+    "<span>text</span>",
+    "$x < y$",
+    "<t>",
+    "</",
+)
+
+
+def markup(size: int, seed: int = 0) -> str:
+    """Prose of about `size` characters with a `<` every ten characters or so."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    length = 0
+    while length < size:
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
+        piece = f"{words} {rng.choice(MARKUP)}" + ("\n" if rng.random() < 0.2 else " ")
+        out.append(piece)
+        length += len(piece)
+    return "".join(out)[:size]
+
+
+def long_reasoning_then_tool_call(model: str, size: int, dense: bool = False) -> str:
+    """Reasoning of `size` characters (prose, or `<`-dense markup), then one tool call."""
+    body = markup(size) if dense else reasoning(size)
     if model == "smollm3":
         return (
             f"<think>\n{body}\n</think>\n"
