@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from runtime.openai import CompletionStream  # noqa: E402
+from integrations.openai import CompletionStream  # noqa: E402
 
 CHUNK = 4
 KB = 1024

@@ -7,7 +7,7 @@ with the server policy (`on_error="content"`: a call that does not parse reaches
 as content, as the engines' own parsers do):
 
 - `ResponseStream` (the tool half): text in, `Delta`s out, built from the Chat Completions
-  deltas of `runtime.openai.CompletionStream` (content, reasoning under either key name,
+  deltas of `integrations.openai.CompletionStream` (content, reasoning under either key name,
   tool calls with stable index and id, arguments whole or as fragments, whichever that
   module sends);
 - `ReasoningStream` (the reasoning half): the thinking as reasoning deltas until the thinking
@@ -31,7 +31,7 @@ from typing import Any
 
 import regex
 
-from runtime.openai import ChunkAdapter, CompletionStream, template_of
+from integrations.openai import ChunkAdapter, CompletionStream, template_of
 
 THINKING = "thinking"
 REASONING_KEYS = ("reasoning", "reasoning_content")
@@ -167,7 +167,7 @@ class ResponseStream:
     each call its id once, so a call's id is stable across its deltas and the final message.
     `whole=True` (the engines' one-shot paths) sends each call whole at its close, so a call
     that fails is only content; streamed, a call's first fragments may already be out when
-    it fails, and the client keeps them (runtime.openai's rule), with the raw text as content.
+    it fails, and the client keeps them (integrations.openai's rule), with the raw text as content.
     """
 
     def __init__(
@@ -214,7 +214,7 @@ class ResponseStream:
 
     @property
     def errors(self) -> list[dict[str, Any]]:
-        """The parse failures recovered from (empty with a runtime.openai that keeps none)."""
+        """The parse failures recovered from (empty with a integrations.openai that keeps none)."""
         return list(getattr(self.stream, "errors", ()))
 
 

@@ -15,7 +15,7 @@ or catalog entry / tokenizer_config.json path); `RTC_RESPONSE_TEMPLATE=path` reg
 As SGLang's chat serving composes them: the reasoning detector turns the thinking into
 reasoning text and hands the raw text after it on as normal text; the tool detector turns
 that into normal text and `ToolCallItem`s (the call's name first, with its ordinal as
-`tool_index`, then `parameters` as `runtime.openai.CompletionStream` sends the arguments).
+`tool_index`, then `parameters` as `integrations.openai.CompletionStream` sends the arguments).
 A call that does not parse stays normal text (the server policy). Plain detectors get no
 prompt from SGLang: `force_reasoning` (which SGLang sets when the chat template opened the
 thinking) stands for a prompt that ends inside the thinking region. Special tokens must
@@ -35,6 +35,7 @@ from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
 from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
 
+from integrations.openai import template_of
 from integrations.serving import (
     THINKING,
     Delta,
@@ -44,7 +45,6 @@ from integrations.serving import (
     parser_for,
     without_thinking,
 )
-from runtime.openai import template_of
 
 PREFIX = "rtc-"
 TEMPLATE_ENV = "RTC_RESPONSE_TEMPLATE"

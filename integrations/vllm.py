@@ -16,7 +16,7 @@ vLLM composes the two halves into its `DelegatingParser`, as it does its own pai
 reasoning parser (given the rendered prompt, so thinking that the chat template opened is
 seen) turns the thinking into `reasoning` deltas and hands the raw text after it on; the
 tool parser turns that into `content` deltas and tool calls: the name first, with a stable
-`index` and `id`, then `arguments` as `runtime.openai.CompletionStream` sends them. Both are
+`index` and `id`, then `arguments` as `integrations.openai.CompletionStream` sends them. Both are
 "engine based" in vLLM's sense: vLLM tells them when the stream ends (`finish_streaming`),
 so nothing held back for a possible delimiter is lost. The server policy applies: a call
 that does not parse reaches the client as content. `adjust_request` keeps special tokens
@@ -248,7 +248,7 @@ class RtcReasoningParser(ReasoningParser):
         return self._literal("close")
 
     def _literal(self, kind: str) -> str | None:
-        from runtime.openai import template_of
+        from integrations.openai import template_of
 
         spec = template_of(self.parser).get("fields", {}).get(THINKING) or {}
         value = spec.get(kind)

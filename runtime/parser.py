@@ -58,7 +58,7 @@ class OpenRegion:
 
     field: str
     captures: dict[str, Any]  # the named groups its open delimiter captured
-    # The field's generated close code, `close(parser, events)`: runtime.arguments runs it
+    # The field's generated close code, `close(parser, events)`: integrations.call_arguments runs it
     # on a trial object to see what a prefix of the body parses to.
     close: Callable[..., None]
 
@@ -207,7 +207,7 @@ class CompiledParser:
         finalized): which field, its open delimiter's captures, its close code.
 
         Streaming adapters read a tool call's name and arguments from it before the call
-        closes (runtime.openai, runtime.arguments).
+        closes (integrations.openai, integrations.call_arguments).
         """
         state = self._state
         if not self._opened or self._finalized or state.field is None:

@@ -36,8 +36,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import integrations.vllm
+from integrations.openai import template_of
 from integrations.serving import catalog_names, parser_for
-from runtime.openai import template_of
 
 CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
 # Every catalog entry: our pair through vLLM's serving layer, whatever the peers support.

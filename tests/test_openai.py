@@ -1,4 +1,4 @@
-"""runtime.openai: Chat Completions messages and chunks from parsed output.
+"""integrations.openai: Chat Completions messages and chunks from parsed output.
 
 The central property: for any output and any chunking, the chunks merged as an OpenAI
 client merges them equal the non-streaming conversion of the parsed message.
@@ -26,8 +26,8 @@ import generated.qwen3
 import generated.smollm3
 from compiler import load_parser
 from compiler.catalog import entry_names, load_entry
-from runtime.arguments import plan_for
-from runtime.openai import (
+from integrations.call_arguments import plan_for
+from integrations.openai import (
     ChunkAdapter,
     CompletionStream,
     default_call_id,
@@ -473,7 +473,7 @@ def test_known_divergence_for_a_repeated_single_field() -> None:
 
 # -- the catalog: fragments, the server policy --------------------------------------------
 
-# Entries whose tool calls stream argument fragments (runtime.arguments.plan_for), and
+# Entries whose tool calls stream argument fragments (integrations.call_arguments.plan_for), and
 # those whose calls are sent whole at their close. docs/openai.md lists the same.
 STREAMING = {
     "deepseek_r1": "json",

@@ -35,16 +35,17 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any
 
-from .arguments import CallArguments, plan_for
-from .parser import OpenRegion
-from .tools import TOOL_CALLS
+from runtime.parser import OpenRegion
+from runtime.tools import TOOL_CALLS
+
+from .call_arguments import CallArguments, plan_for
 
 CallId = Callable[[int], str]
 Chunk = dict[str, Any]
 
 REASONING_KEYS = ("reasoning", "reasoning_content")
 # How a stream sends tool-call arguments: as fragments while the call grows (where the
-# template allows it, see runtime.arguments), or whole at the call's close.
+# template allows it, see integrations.call_arguments), or whole at the call's close.
 TOOL_ARGS = ("fragments", "whole")
 # The stream's parser policy: "server" never raises on model output (on_error="content"),
 # "strict" raises as the parser does by default.
@@ -244,7 +245,7 @@ class ChunkAdapter:
     `content` / reasoning deltas. A tool call's first delta carries its `index`, `id`,
     `type` and `function.name` (and the arguments known so far); later deltas carry the
     `index` and `function.arguments` fragments. Fragments need `region` (see `convert`) and
-    a template runtime.arguments can stream; otherwise each call is one delta at its close.
+    a template integrations.call_arguments can stream; otherwise each call is one delta at its close.
     The last chunk has an empty delta and the finish reason. Unknown event types and fields
     other than content, thinking and tool_calls are ignored.
 

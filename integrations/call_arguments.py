@@ -44,7 +44,7 @@ from typing import Any
 
 import regex
 
-from .tools import coerce_tool_calls, schema_types
+from runtime.tools import coerce_tool_calls, schema_types
 
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _WHITESPACE = " \t\n\r"
