@@ -21,7 +21,6 @@ these to each engine's classes.
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import secrets
 from collections.abc import Callable, Iterable
@@ -187,10 +186,9 @@ class ResponseStream:
             return ids[index]
 
         instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
-        options: dict[str, Any] = {}
-        if whole and "tool_args" in inspect.signature(CompletionStream).parameters:
-            options["tool_args"] = "whole"
-        self.stream = CompletionStream(instance, call_id=stable_id, **options)
+        self.stream = CompletionStream(
+            instance, call_id=stable_id, tool_args="whole" if whole else "fragments"
+        )
         self.pending = Delta().add_chunks(self.stream.initial)
         self.finished = False
 
