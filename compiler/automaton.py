@@ -75,7 +75,7 @@ class StatePlan:
         return tuple(sorted(texts)) if any(len(text) > 1 for text in texts) else None
 
     @property
-    def plain_tails(self) -> bool:
+    def plain_pieces(self) -> bool:
         """Whether a piece of a start text at the end of a chunk is always exactly what the
         scan would hold back: no start text occurs inside another's proper prefix (which
         could be a complete match after the piece), and no regex has an assertion in front

@@ -179,7 +179,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

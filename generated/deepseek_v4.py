@@ -221,7 +221,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -237,7 +237,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

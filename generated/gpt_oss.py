@@ -200,7 +200,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -208,7 +208,7 @@ class Parser(CompiledParser):
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=0),),
         literals_re=CONTENT_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_content,
         close=_close_content,
     )
@@ -216,7 +216,7 @@ class Parser(CompiledParser):
         "tool_calls",
         literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
         literals_re=TOOL_CALLS_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -241,7 +241,7 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_outside_regions,
         close=None,
     )

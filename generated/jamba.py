@@ -150,7 +150,7 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

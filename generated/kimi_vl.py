@@ -120,7 +120,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -131,7 +131,7 @@ class Parser(CompiledParser):
             LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
         ),
         literals_re=CONTENT_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

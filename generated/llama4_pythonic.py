@@ -175,7 +175,7 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

@@ -185,7 +185,7 @@ class Parser(CompiledParser):
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

@@ -189,7 +189,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

@@ -203,7 +203,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
         literals_re=THINKING_LITERALS,
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -220,7 +220,7 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
-        plain_tails=True,
+        plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

@@ -12,8 +12,8 @@ committed if it starts before every pending match.
 Literal delimiters are searched together, with one alternation over all of a state's
 literals (stdlib `re`: one C-level pass, however many literals). Only the leftmost hit
 matters: every delimiter with a literal there has its own leftmost match there. A partial
-match can only be a buffer suffix shorter than the longest literal; it is looked up in the
-delimiter's hold-back table, and only when the decision depends on that tail.
+match can only be a buffer suffix shorter than the longest literal (`literal_reach`); it is
+looked for (`piece_at_end`) only when the decision depends on that suffix.
 
 Within one scan loop the buffer does not change, so a search result that still lies
 ahead of the scan position is reused (`memo`): one-shot parsing of a long text then
@@ -214,7 +214,7 @@ class RegexDelimiter:
                 if found != -1:
                     index = found
             if index == -1 and not eos:
-                index = self._tail(buf, pos)
+                index = self._piece_at_end(buf, pos)
                 if index > limit:
                     index = -1
             if index == -1:
@@ -293,7 +293,7 @@ class RegexDelimiter:
         kind = "open_pattern" if self.kind == OPEN else "close_pattern"
         return f"fields.{self.field}.{kind}"
 
-    def _tail(self, buf: str, pos: int) -> int:
+    def _piece_at_end(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
         starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
         return min((start for start in starts if start != -1), default=-1)
@@ -318,14 +318,14 @@ class State:
         "literals_re",
         "lead",
         "patterns",
-        "tail",
+        "literal_reach",
         "start_texts",
         "starts",
         "reach",
         "leads",
         "at_end",
         "starts_or_piece",
-        "plain_tails",
+        "plain_pieces",
         "store",
         "join",
         "feed",
@@ -339,7 +339,7 @@ class State:
         literals: tuple[LiteralDelimiter, ...] = (),
         literals_re: Any = None,
         patterns: tuple[RegexDelimiter, ...] = (),
-        plain_tails: bool = False,
+        plain_pieces: bool = False,
         feed: Callable[..., Any] | None,
         close: Callable[..., Any] | None,
         dirty: bool = False,
@@ -356,8 +356,8 @@ class State:
         leads = {literal[0] for delim in literals for literal in delim.literals}
         self.lead = leads.pop() if len(leads) == 1 else None
         self.patterns = patterns
-        # Partial literal matches start no earlier than this many characters from the end.
-        self.tail = max((delim.longest - 1 for delim in literals), default=0)
+        # A partial literal match starts no earlier than this many characters from the end.
+        self.literal_reach = max((delim.longest - 1 for delim in literals), default=0)
         # The texts watched delimiters start with (literals, regex prefixes), longest
         # first, when all are known and one is longer than a character (otherwise the
         # fast path's character test already says everything); `starts` finds them.
@@ -388,7 +388,7 @@ class State:
             self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
-        self.plain_tails = plain_tails
+        self.plain_pieces = plain_pieces
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.
         self.store = store
@@ -497,7 +497,7 @@ class State:
         if (
             not eos
             and self.literals
-            and min(hold, size if best is None else best[0]) >= size - self.tail
+            and min(hold, size if best is None else best[0]) >= size - self.literal_reach
         ):
             # Only now can a partial literal at the end of the buffer decide anything.
             for delim in self.literals:

@@ -122,7 +122,7 @@ class CompiledParser:
         self._context = ""
         self._buf = ""
         self._pos = 0
-        # Offsets count characters of generated text: the prefix's tail comes before 0.
+        # Offsets count characters of generated text: the prefix after its anchor is negative.
         self._fed = 0  # characters received so far (fast paths count them too)
         self._base = 0  # offset of _buf[0]
         self._opened_at = 0  # offset where the open region opened
@@ -142,10 +142,10 @@ class CompiledParser:
         self.initial_events = []
         if prefix:
             with errors.bounded_by(regex_timeout):
-                tail = self._after_last_anchor(prefix)
-            if tail:
-                self._fed = -len(tail)
-                self._run(tail, self.initial_events, eos=False)
+                after_anchor = self._after_last_anchor(prefix)
+            if after_anchor:
+                self._fed = -len(after_anchor)
+                self._run(after_anchor, self.initial_events, eos=False)
         self._bind_feed()
 
     # -- public API ------------------------------------------------------------------
@@ -263,7 +263,7 @@ class CompiledParser:
             buf = self._pending + text
             if state.starts.search(buf) is None:
                 piece = state.piece_at_end(buf)
-                if piece == -1 or state.plain_tails:
+                if piece == -1 or state.plain_pieces:
                     self._base = self._fed - len(self._pending)
                     self._pos = 0
                     self._fed += len(text)
