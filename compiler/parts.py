@@ -160,7 +160,7 @@ class StoragePart:
     form: str
     raw_store: str
     function: str | None = None
-    module: str = "runtime.parser"
+    module: str = "runtime.regions"
 
     @property
     def extension(self) -> bool:

@@ -323,7 +323,7 @@ class ChunkAdapter:
             if kind == "region_error":
                 self._error(event)
                 # The parser may take back the implicit region that this region's opening
-                # closed (`resumed`, see runtime/parser.py).
+                # closed (`resumed`, see runtime/regions.py).
                 recovered = event.get("recovered_as")
                 if recovered is not None and event.get("resumed"):
                     self._reopen = recovered

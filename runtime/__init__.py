@@ -18,14 +18,8 @@ from .extensions import (
     single_key,
     unwrap_text,
 )
-from .parser import (
-    PARTS_PER_BLOCK,
-    CompiledParser,
-    Event,
-    after_last_literal,
-    after_last_match,
-    require_str,
-)
+from .parser import CompiledParser, Event, after_last_literal, after_last_match
+from .regions import PARTS_PER_BLOCK, require_str
 from .transform import dig, each_item, lookup
 
 __all__ = [

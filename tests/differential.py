@@ -23,7 +23,7 @@ from typing import Any
 from transformers.utils.chat_parsing import ResponseParser
 
 import runtime.automaton
-import runtime.parser
+import runtime.regions
 from runtime import CompiledParser
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
@@ -154,19 +154,19 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     generated = _module_globals(parser_cls)
     saved = (
         CompiledParser.WAIT_AFTER,
-        runtime.parser.PARTS_PER_BLOCK,
+        runtime.regions.PARTS_PER_BLOCK,
         generated.get("PARTS_PER_BLOCK"),
         runtime.automaton.PROBES,
     )
     CompiledParser.WAIT_AFTER = 1
-    runtime.parser.PARTS_PER_BLOCK = 2
+    runtime.regions.PARTS_PER_BLOCK = 2
     if "PARTS_PER_BLOCK" in generated:
         generated["PARTS_PER_BLOCK"] = 2
     runtime.automaton.PROBES = 1
     try:
         yield
     finally:
-        CompiledParser.WAIT_AFTER, runtime.parser.PARTS_PER_BLOCK = saved[:2]
+        CompiledParser.WAIT_AFTER, runtime.regions.PARTS_PER_BLOCK = saved[:2]
         if "PARTS_PER_BLOCK" in generated:
             generated["PARTS_PER_BLOCK"] = saved[2]
         runtime.automaton.PROBES = saved[3]

@@ -1,0 +1,317 @@
+"""Regions and values: the text a parser routes to each field, and what it stores.
+
+The other half of a parser (runtime.scanner finds the delimiters): a region's text is
+kept as chunks joined in blocks (`_compact`), and at its close the field's generated close
+code parses, transforms and stores its value and reports it as an event. The lenient
+modes live here: `on_error="keep_raw"` keeps a failed region's raw text as the field's
+value; `on_error="content"`, the server policy, routes it into the implicit field as text
+(docs/design.md, part 3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .automaton import State
+from .errors import FieldParseError
+from .scanner import Event, Scanner
+from .source_map import key_of
+from .tools import TOOL_CALLS, coerce_tool_calls, require_names, tool_parameters
+
+# What a parser does when a region's body does not parse: raise (the reference's
+# behaviour); keep the raw text as the field's value and report it; or, the server
+# policy, route the region's raw text into the implicit field (content) and report it.
+ON_ERROR = frozenset({"raise", "keep_raw", "content"})
+
+# A region's chunks are joined into one block every this many chunks (see _compact).
+PARTS_PER_BLOCK = 256
+
+
+@dataclass(frozen=True)
+class OpenRegion:
+    """A region still open after the text fed so far (see `CompiledParser.open_region`)."""
+
+    field: str
+    captures: dict[str, Any]  # the named groups its open delimiter captured
+    # The field's generated close code, `close(parser, events)`: integrations.call_arguments runs it
+    # on a trial object to see what a prefix of the body parses to.
+    close: Callable[..., None]
+
+
+class Regions(Scanner):
+    """The open region's text, the message so far, and the lenient modes."""
+
+    # Supplied by the generated subclass.
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    DEFAULT_KEYS: ClassVar[frozenset[str]] = frozenset()
+
+    def _start_regions(
+        self, tools: Iterable[dict[str, Any] | Callable[..., Any]] | None, on_error: str
+    ) -> None:
+        """No region open and the template's defaults as the message."""
+        self._tool_params = tool_parameters(tools)
+        self._on_error = on_error
+        self._keep_raw = on_error != "raise"
+        self._errors: list[dict[str, Any]] = []  # what the lenient modes recovered from
+        self._output: dict[str, Any] = self._new_output()
+        self._parts: list[str] = []  # the open region's latest chunks
+        self._blocks: list[str] = []  # and its earlier ones, joined PARTS_PER_BLOCK at a time
+        self._captures: dict[str, Any] = {}  # the open delimiter's named groups
+        self._opened_at = 0  # offset where the open region opened
+        # For on_error="content": the open delimiter's text, and how to take back the last
+        # implicit region: (the field's value before it closed, its text, its offset).
+        self._open_text = ""
+        self._reopen: tuple[Any, str, int] | None = None
+
+    def _new_output(self) -> dict[str, Any]:
+        """A fresh copy of the template's `defaults`."""
+        return {}
+
+    def _accumulate(self, events: list[Event], text: str) -> None:
+        state = self._state
+        field = state.field
+        if field is None:
+            return  # the null sink
+        if not self._opened:
+            events.append({"type": "region_open", "field": field})
+            self._opened = True
+            self._opened_at = self._base + self._pos
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        events.append({"type": "region_chunk", "field": field, "text": text, "dirty": state.dirty})
+
+    def _open(self, events: list[Event], state: State, match: Any, start: int) -> None:
+        self._state = state
+        self._opened_at = self._base + start
+        if self._on_error == "content":
+            self._open_text = self._buf[start : self._pos]
+        if match is None:
+            self._captures = {}
+        else:
+            self._captures = {
+                key: value for key, value in match.groupdict().items() if value is not None
+            }
+        self._parts = []
+        self._blocks = []
+        self._opened = True
+        events.append({"type": "region_open", "field": state.field})
+
+    def _close_current(self, events: list[Event], closing: str = "", cut: bool = False) -> None:
+        """Close the open region (if any) and return to the start state. `closing` is the
+        text of the close delimiter that ended it ("" at end of stream); `cut`: the output
+        ended there, cut off (finalize(truncated=True)), which fails a tool call."""
+        if self._opened:
+            state = self._state
+            cut = cut and state.field == TOOL_CALLS and state is not self.START
+            if self._keep_raw:
+                if self._close_keeping_raw(state, events, closing, cut):
+                    return  # on_error="content": the implicit region took the raw text
+            else:
+                try:
+                    if cut:
+                        raise ValueError(_CUT_OFF)
+                    state.close(self, events)  # type: ignore[misc]
+                except Exception as error:
+                    located = self._locate(error, state)
+                    if located is error:
+                        raise
+                    raise located from error
+        self._state = self.START
+        self._captures = {}
+        self._parts = []
+        self._blocks = []
+        self._opened = False
+
+    def _locate(self, error: Exception, state: State) -> Exception:
+        """The error, saying which field failed, the template key whose code failed, and
+        where its region opened: a FieldParseError (a ValueError) for plain ValueErrors,
+        else the same error with a note, so that the exception class stays the reference's."""
+        key = self._key_of(error, state)
+        if type(error) is ValueError:
+            return FieldParseError(state.field or "", self._opened_at, error, key)
+        if hasattr(error, "add_note"):  # Python 3.11+
+            where = f" ({key})" if key else ""
+            error.add_note(
+                f"while closing field {state.field!r}{where}, whose region opened at offset "
+                f"{self._opened_at}"
+            )
+        return error
+
+    def _key_of(self, error: BaseException, state: State) -> str | None:
+        """The template key path of the generated code that raised `error` (source_map)."""
+        close = state.close
+        return key_of(error, close.__globals__) if close is not None else None
+
+    def _close_keeping_raw(
+        self, state: State, events: list[Event], closing: str, cut: bool
+    ) -> bool:
+        """on_error="keep_raw" or "content": a body that does not parse is kept as its raw
+        text, as the field's value, or (content) as text of the implicit region, which is
+        then left open for the text that follows. True in that last case.
+
+        Under "content" (the server policy) a tool call that parses but names no function
+        fails too: its region's value is undone and its text goes into content.
+        """
+        raw = self._body()
+        field = state.field
+        assert field is not None
+        implicit = self.START
+        content_mode = self._on_error == "content"
+        if content_mode and state is implicit:
+            before = self._output.get(field, _MISSING)
+            if isinstance(before, list):
+                before = list(before)  # appends to it may happen in place
+        checked = content_mode and field == TOOL_CALLS and state is not implicit
+        if checked:
+            stored = self._output.get(field, _MISSING)
+            # The calls stored before this region (`repeats` and x-extend add to one list).
+            count = len(stored) if isinstance(stored, list) else -1
+        try:
+            if cut:
+                raise ValueError(_CUT_OFF)
+            state.close(self, events)  # type: ignore[misc]
+            if checked:
+                try:
+                    require_names(events[-1]["value"])
+                except ValueError:
+                    events.pop()  # the region_close the close code sent
+                    _restore(self._output, field, stored, count)
+                    raise
+            if content_mode:
+                # Only an implicit region that an open closed (no close text of its own)
+                # can be taken back: the failed region's text then follows it directly.
+                adjacent = state is implicit and not closing
+                self._reopen = (before, raw, self._opened_at) if adjacent else None
+            return False
+        except Exception as error:  # recovering from any failure is the point of this mode
+            described = _describe(error, self._key_of(error, state))
+        if content_mode and state is not implicit:
+            self._recover_as_text(events, field, described, self._open_text + raw + closing)
+            return implicit.field is not None
+        record = {"field": field, "offset": self._opened_at, "error": described, "raw": raw}
+        self._errors.append(record)
+        events.append({"type": "region_error", **record})
+        output = self._output
+        try:
+            if state.store == "append":
+                output.setdefault(field, []).append(raw)
+            elif state.store == "join" and output.get(field) is not None:
+                output[field] = output[field] + state.join + raw
+            else:
+                output[field] = raw
+        except (AttributeError, TypeError):  # defaults of another type: keep the text anyway
+            output[field] = raw
+        events.append({"type": "region_close", "field": field, "value": raw})
+        return False
+
+    def _recover_as_text(
+        self, events: list[Event], field: str, described: dict[str, str], text: str
+    ) -> None:
+        """on_error="content": the failed region's text becomes text of the implicit region,
+        as if the model had written it as plain text. When the implicit region closed just
+        because this region opened, that region is taken back (its stored value undone)
+        and goes on with this text, so "Hi <tool_call>{bad" gives content "Hi <tool_call>{bad"
+        whatever the field's store mode; its region_close event stays as it was sent."""
+        implicit = self.START
+        undo, self._reopen = self._reopen, None
+        if implicit.field is None:
+            undo = None
+        record = {"field": field, "offset": self._opened_at, "error": described, "raw": text}
+        self._errors.append(record)
+        # `resumed`: the text goes on with the implicit region this region's opening closed.
+        events.append(
+            {
+                "type": "region_error",
+                **record,
+                "recovered_as": implicit.field,
+                "resumed": undo is not None,
+            }
+        )
+        self._state = implicit
+        self._captures = {}
+        self._parts = []
+        self._blocks = []
+        self._opened = False
+        if implicit.field is None:  # no implicit field: the text is reported, not kept
+            return
+        offset = self._opened_at
+        self._accumulate(events, text)
+        self._opened_at = offset
+        if undo is not None:
+            before, earlier, self._opened_at = undo
+            if before is _MISSING:
+                self._output.pop(implicit.field, None)
+            else:
+                self._output[implicit.field] = before
+            self._parts.insert(0, earlier)
+
+    def _compact(self) -> None:
+        """Join the region's small chunks into one block.
+
+        A long region arrives as hundreds of thousands of small chunks; kept as separate
+        strings they would cost some fifty bytes each. Blocks keep memory near the text's
+        own size, and each character is copied once more, not once per chunk.
+        """
+        self._blocks.append("".join(self._parts))
+        self._parts = []
+
+    def _body(self) -> str:
+        """The open region's whole text, kept as one part: a close that raises leaves the
+        region as it was, as the reference does, and a later close sees the same text."""
+        parts = self._parts
+        if not self._blocks and len(parts) == 1:
+            return parts[0]
+        self._blocks.append("".join(parts))
+        body = "".join(self._blocks)
+        self._blocks = []
+        self._parts = [body]
+        return body
+
+    def _coerce(self, value: Any) -> Any:
+        """Cast tool-call arguments with the tools' JSON schemas, when tools were given."""
+        if self._tool_params:
+            return coerce_tool_calls(value, self._tool_params)
+        return value
+
+
+_CUT_OFF = "the output was cut off (truncated) before the tool call's close delimiter"
+
+
+def _restore(output: dict[str, Any], field: str, stored: Any, count: int) -> None:
+    """Undo the store of one region's value: `stored` was the field's value before it,
+    `count` that value's length when it was a list (the store may have added to it)."""
+    if stored is _MISSING:
+        output.pop(field, None)
+    elif output.get(field) is stored and isinstance(stored, list):
+        del stored[count:]
+    else:
+        output[field] = stored
+
+
+_MISSING: Any = object()  # a field with no value yet
+
+
+def _describe(error: BaseException, key: str | None = None) -> dict[str, str]:
+    """A parse_errors record's `error`: the exception's class and message, and the
+    template key path whose code raised it, when known."""
+    described = {"type": type(error).__name__, "message": str(error)}
+    if key:
+        described["key"] = key
+    return described
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
+
+
+def require_str(value: Any, field: str) -> str:
+    """`join` concatenates strings only."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"Field {field!r}: 'join' requires each match to parse to a string, got {type(value).__name__}."
+        )
+    return value

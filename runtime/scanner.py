@@ -1,0 +1,293 @@
+"""The window and the scan loop: what a parser holds back, and how it finds delimiters.
+
+A parser routes generated text to the open region of its current state. This half of
+it decides where regions open and close: it keeps the held-back text (`_pending`: text
+that may still be, or begin, a delimiter), the left context regex delimiters may look
+behind into, and runs the scan loop of docs/design.md ("One scan step") over them. It
+hands what it finds to three hooks, which runtime.regions implements: text for the open
+region (`_accumulate`), a region opening (`_open`) and the open region closing
+(`_close_current`).
+
+Two things differ from the reference by design and change no event:
+- the buffer is a window (held-back text plus the left context regex delimiters may look
+  behind into), so a feed costs O(chunk), not O(stream);
+- the progress rule below, which stops where the reference would loop forever.
+
+Progress rule: within one feed() or finalize() call, the scan loop never revisits a
+configuration (position, state, opened). The reference's next step is a function of that
+configuration, so a repeat means it would cycle forever (zero-width delimiters, e.g. an
+open_pattern and close_pattern that are both `$`). We stop at the repeat. The reference's
+own rule, which ends the loop after a zero-width close of a region that never opened, is
+the one case of this it handles itself; the text from that position on stays unrouted
+there too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from . import errors
+from .automaton import OPEN, HeldRun, State
+
+Event = dict[str, Any]
+
+# Held-back text this long is checked for a match that only a known text can change
+# (Scanner._wait); shorter holds are simply rescanned.
+WAIT_AFTER = 1024
+
+# finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
+# feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
+_FINALIZED = "\x00<finalized>"
+
+
+class Scanner:
+    """The held-back window and the scan loop of a parser (see the module docstring)."""
+
+    # Supplied by the generated subclass.
+    START: ClassVar[State]
+    # Characters of already-routed text that regex delimiters may look behind into
+    # (`^`, `\b`, look-behind); None when that cannot be bounded, so nothing is dropped.
+    CONTEXT: ClassVar[int | None] = 0
+    # Held-back text this long is checked for a match only a known text can change.
+    WAIT_AFTER: ClassVar[int] = WAIT_AFTER
+
+    def _start_scanning(self, regex_timeout: float | None) -> None:
+        """The window of a parser nothing has been fed to, in its start state."""
+        # Seconds of CPU time per template-regex search (None: runtime.errors.REGEX_TIMEOUT).
+        self._regex_timeout = regex_timeout
+        self._state = self.START
+        self._opened = False  # whether the current state's region has opened
+        self._pending = ""  # held-back text
+        self._context = ""  # routed text regex delimiters may look behind into
+        self._buf = ""  # during a scan: context + held-back text + the new text
+        self._pos = 0  # during a scan: where in _buf routing has got to
+        # Offsets count characters of generated text: the prefix after its anchor is negative.
+        self._fed = 0  # characters received so far (fast paths count them too)
+        self._base = 0  # offset of _buf[0]
+        # While a held match can only change when a given text arrives (RegexDelimiter.waits):
+        # (the HeldRun, the held text's last characters) and the text since.
+        self._waiting: tuple[HeldRun, str] | None = None
+        self._waited: list[str] = []
+        self._waiting_on: Any = None  # the delimiter waited on
+        self._unmatched: Any = None  # a delimiter known to have no complete match left
+        self._truncated = False  # finalize(truncated=True): the output was cut off
+        self._finalized = False
+        self._feed_path: Callable[[Scanner, str], list[Event]] = Scanner._scan_feed
+
+    def _after_last_anchor(self, prefix: str) -> str:
+        """The prefix cut just after the last start-anchor match (whole prefix if none)."""
+        raise NotImplementedError  # generated
+
+    def _scan_feed(self, text: str) -> list[Event]:
+        """The general path of feed(): scan the held-back text plus this chunk.
+
+        Generated fast paths call it for every chunk they cannot route on their own.
+        """
+        if self._finalized:
+            raise RuntimeError("parser already finalized")
+        if self._waiting is not None and not self._wake(text):
+            self._fed += len(text)
+            return []
+        state = self._state
+        if state.starts is not None and text:
+            # Two outcomes of a scan step need no scan: nothing in the text can start a
+            # delimiter (route it all), or only its end can, as a piece of one (hold that).
+            buf = self._pending + text
+            if state.starts.search(buf) is None:
+                piece = state.piece_at_end(buf)
+                if piece == -1 or state.plain_pieces:
+                    self._base = self._fed - len(self._pending)
+                    self._pos = 0
+                    self._fed += len(text)
+                    if piece == -1:
+                        return self._route(buf, "", text)
+                    return self._route(buf[:piece], buf[piece:], text)
+        events: list[Event] = []
+        self._run(text, events, eos=False)
+        return events
+
+    def _route(self, text: str, held: str, chunk: str) -> list[Event]:
+        """Send `text` to the current region and hold `held`, as a scan step would (`text`
+        + `held` is the held-back text and the new `chunk`)."""
+        keep = self.CONTEXT
+        if keep is None:  # the stream so far, held-back text included: add the new chunk
+            self._context = _appended(self, chunk)
+        elif keep:
+            self._context = (self._context + text)[-keep:]
+        self._pending = held
+        if not text:
+            return []
+        events: list[Event] = []
+        opened = self._opened
+        self._accumulate(events, text)
+        if self._opened is not opened:
+            self._bind_feed()
+        return events
+
+    def _run(self, text: str, events: list[Event], eos: bool) -> None:
+        """Scan the held-back text plus `text`, under this parser's regex time bound."""
+        if self._regex_timeout is None:
+            self._scan(text, events, eos)
+        else:
+            with errors.bounded_by(self._regex_timeout):
+                self._scan(text, events, eos)
+
+    def _scan(self, text: str, events: list[Event], eos: bool) -> None:
+        if self.CONTEXT is None:  # the context already ends with the held-back text
+            size = len(self._context) - len(self._pending)
+            buf = _appended(self, text)
+        else:
+            size = len(self._context)
+            buf = self._context + self._pending + text
+        self._base = self._fed - len(self._pending) - size
+        self._buf = buf
+        self._pos = size
+        state, opened = self._state, self._opened
+        try:
+            self._process(events, eos)
+            if not eos and len(buf) - self._pos >= self.WAIT_AFTER:
+                self._wait(buf, self._pos)
+        finally:
+            self._fed += len(text) if text else 0
+            buf, pos = self._buf, self._pos
+            self._pending = buf[pos:]
+            keep = self.CONTEXT
+            if keep is None:  # the whole stream, held-back text included
+                self._context = buf
+            elif keep:
+                self._context = buf[max(0, pos - keep) : pos]
+            self._buf = ""
+            if self._state is not state or self._opened is not opened:
+                self._bind_feed()
+
+    def _wait(self, buf: str, hold: int) -> None:
+        """Stop rescanning a long held-back stretch that only a known text can change."""
+        for delim in self._state.patterns:
+            run = delim.waits(buf, hold)
+            if run is not None:
+                self._waiting = (run, _last(buf, len(run.literal) - 1))
+                self._waiting_on = delim
+                return
+
+    def _wake(self, text: str | None) -> bool:
+        """While waiting: True (and back to scanning) once `text` could change the held
+        match; otherwise keep it aside, in O(len(text)). None wakes unconditionally."""
+        assert self._waiting is not None
+        if text is not None:
+            if not text:
+                return False
+            run, recent = self._waiting
+            if not run.wakes(text, recent):
+                self._waited.append(text)
+                if run.literal:
+                    self._waiting = (run, _last(recent + text, len(run.literal) - 1))
+                return False
+        waited = "".join(self._waited)
+        self._pending += waited
+        if self.CONTEXT is None:
+            self._context = _appended(self, waited)
+        self._waited = []
+        self._waiting = None
+        return True
+
+    def _append_context(self, text: str) -> None:
+        """Fast paths of CONTEXT None parsers: the whole stream grows by `text`."""
+        self._context = _appended(self, text)
+
+    def _bind_feed(self) -> None:
+        """Point `feed` at the current state's generated fast path, if it has one.
+
+        The implicit region's fast path only applies once it has opened: its first chunk
+        must emit region_open, which only the scan loop does.
+        """
+        state = self._state
+        fast = state.feed
+        if fast is not None and (self._opened or not state.implicit):
+            self._feed_path = fast
+        else:
+            self._feed_path = Scanner._scan_feed
+
+    def _process(self, events: list[Event], eos: bool) -> None:
+        """Run scan steps until nothing more can be committed (docs/design.md, "One scan step")."""
+        buf = self._buf
+        size = len(buf)
+        memo: dict[Any, Any] = {}
+        if self._unmatched is not None:
+            memo[self._unmatched] = None
+            self._unmatched = None
+        seen_at = -1
+        seen: list[tuple[State, bool]] = []
+        while True:
+            state = self._state
+            pos = self._pos
+            configuration = (state, self._opened)
+            if pos != seen_at:
+                seen_at = pos
+                seen = [configuration]
+            elif configuration in seen:
+                return  # progress rule: the reference would cycle here forever
+            else:
+                seen.append(configuration)
+
+            best, hold = state.scan(buf, pos, eos, memo)
+            if best is not None:
+                start, end, delim, match = best
+                if start > pos:
+                    self._accumulate(events, buf[pos:start])
+                self._pos = end
+                if delim.kind == OPEN:
+                    self._close_current(events)
+                    self._open(events, delim.target, match, start)
+                else:
+                    # A zero-width close of a region that never opened returns to the same
+                    # configuration: the progress rule ends the call there, as the reference does.
+                    # One at the very end of a truncated output closes what was cut off.
+                    cut = eos and self._truncated and start == end == size
+                    self._close_current(events, buf[start:end], cut=cut)
+                continue
+
+            if eos:
+                if pos < size:
+                    self._accumulate(events, buf[pos:])
+                    self._pos = size
+                self._close_current(events, cut=self._truncated)
+                if self._opened:  # on_error="content" moved a failed region's text here
+                    self._close_current(events)
+                return
+            if hold > pos:
+                self._accumulate(events, buf[pos:hold])
+                self._pos = hold
+            return
+
+    # -- what the scan finds, handed to runtime.regions ----------------------------------
+
+    def _accumulate(self, events: list[Event], text: str) -> None:
+        """Route `text` to the current state's region (opening it if it is not open)."""
+        raise NotImplementedError
+
+    def _open(self, events: list[Event], state: State, match: Any, start: int) -> None:
+        """Open `state`'s region: its open delimiter matched at `start` of the buffer."""
+        raise NotImplementedError
+
+    def _close_current(self, events: list[Event], closing: str = "", cut: bool = False) -> None:
+        """Close the open region, if any, and return to the start state."""
+        raise NotImplementedError
+
+
+def _last(text: str, count: int) -> str:
+    """The last `count` characters of `text` (none for count <= 0)."""
+    return text[len(text) - count :] if count > 0 else ""
+
+
+def _appended(parser: Scanner, text: str) -> str:
+    """The parser's left context with `text` after it, taking the context from the parser.
+
+    With no other reference to the context string, CPython grows it in place (amortised
+    O(len(text))) instead of copying it: a parser whose look-behind cannot be bounded
+    (CONTEXT None) keeps the whole stream, held-back text included, in linear time.
+    """
+    context = parser._context
+    parser._context = ""
+    context += text
+    return context
