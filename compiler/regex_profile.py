@@ -155,8 +155,15 @@ def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
     partial (or complete at the buffer's end) and stays so while R-characters arrive,
     provided REST is a literal (then its arrival is watched too) or cannot start with an
     R-character. A lazy repeat with nothing after it matches empty and commits at once.
+
+    Also Pattern = HEAD + (?=(?:(?!X).)*?Y), a look-ahead for a literal Y with no X before
+    it (glm45 opens a call only once its close is in sight): once HEAD has matched, the
+    match is partial until Y or X arrives, so it waits for their common suffix.
     """
     runs: list[Run] = []
+    ahead = _look_ahead_run(pattern, items)
+    if ahead is not None:
+        runs.append(ahead)
     for index, (op, av) in enumerate(items):
         repeat = _single_repeat(op, av)
         if repeat is None or index == 0:
@@ -183,6 +190,44 @@ def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
             literal = ""
         runs.append((head, run, literal))
     return tuple(runs)
+
+
+def _look_ahead_run(pattern: str, items: list[Any]) -> Run | None:
+    """The wait of a pattern that ends with (?=R*?Y) or (?=R*Y), R any character, maybe
+    written (?:(?!X).) with X a literal, and Y a literal: (HEAD, any character, the text
+    both X and Y end with), or None for other shapes."""
+    if len(items) < 2 or items[-1][0] is not sre.ASSERT or items[-1][1][0] != 1:
+        return None
+    inner = list(items[-1][1][1])
+    if not inner or inner[0][0] not in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        return None
+    low, high, body = inner[0][1]
+    body = list(body)
+    if low != 0 or high != sre.MAXREPEAT or not _all_literal(inner[1:]) or len(inner) < 2:
+        return None
+    awaited = "".join(chr(value) for _, value in inner[1:])
+    if len(body) == 1 and body[0][0] is sre.SUBPATTERN:
+        body = list(body[0][1][-1])
+    wake = awaited
+    if len(body) == 2 and body[0][0] is sre.ASSERT_NOT and body[1][0] is sre.ANY:
+        direction, refused = body[0][1]
+        refused = list(refused)
+        if direction != 1 or not refused or not _all_literal(refused):
+            return None
+        wake = _common_suffix(awaited, "".join(chr(value) for _, value in refused))
+    elif len(body) != 1 or body[0][0] is not sre.ANY:
+        return None
+    span = _source_span(pattern, items, len(items) - 1)
+    if not wake or span is None:
+        return None
+    return (pattern[: span[0]], None, wake)
+
+
+def _common_suffix(first: str, second: str) -> str:
+    size = 0
+    while size < min(len(first), len(second)) and first[-1 - size] == second[-1 - size]:
+        size += 1
+    return first[len(first) - size :]
 
 
 def _single_repeat(op: Any, av: Any) -> tuple[bool, list[Any]] | None:

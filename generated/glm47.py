@@ -84,6 +84,9 @@ THINKING_CLOSE_PREFIX = ("</think>", "<tool_call>", "<|user|>", "<|observation|>
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*(?=(?:(?!<tool_call>).)*?</tool_call>)", regex.DOTALL
 )
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*", None, "tool_call>"),)
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -224,7 +227,14 @@ class Parser(CompiledParser):
             RegexDelimiter(
                 OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
             ),
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                runs=TOOL_CALLS_OPEN_RUNS,
+                target=TOOL_CALLS_STATE,
+            ),
         ),
         feed=None,
         close=_close_content,

@@ -283,7 +283,7 @@ class RegexDelimiter:
                 continue
             if run.run is not None and run.run.fullmatch(buf, match.end()) is None:
                 continue
-            if run.literal and buf.find(run.literal, hold) != -1:
+            if run.literal and buf.find(run.literal, match.end()) != -1:
                 continue
             return run
         return None

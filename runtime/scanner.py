@@ -34,7 +34,7 @@ Event = dict[str, Any]
 
 # Held-back text this long is checked for a match that only a known text can change
 # (Scanner._wait); shorter holds are simply rescanned.
-WAIT_AFTER = 1024
+WAIT_AFTER = 256
 
 # finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
 # feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.

@@ -138,6 +138,8 @@ PATTERNS: list[tuple[str, list[str]]] = [
     # look-ahead branch counting with its content's):
     (r"</w>|(?=<o>\s*<f=)", ["</w>", "<o> <f=", "<o>\n<f", "<o>x"]),
     (r"<k1>|\n<j2>\s*", ["<k1>", "\n<j2>  ", "\n<j"]),
+    # An open that looks ahead to its close (glm45): it waits for the text both end with.
+    (r"<o2>\s*(?P<n>\w+)(?=(?:(?!<o2>).)*?</o2>)", ["<o2> ab", "<o2>a</o2>", "<o2>x<o2>y"]),
     (r"<(?P<n>\w+)\|(?P<v>\d*)>", ["<ab|12>", "<x|>"]),
     (r"(?:<e>)?", ["<e>"]),
     (r"(?<=a)b", ["ab", "b"]),

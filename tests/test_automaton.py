@@ -264,3 +264,31 @@ def test_cheap_search_finds_what_the_bounded_search_finds(pattern: str, text: st
             assert (got is None) == (want is None)
             if got is not None:
                 assert got[:3] == want[:3]
+
+
+def test_an_open_that_looks_ahead_to_its_close_waits_for_it() -> None:
+    """glm45 opens a call only once `</tool_call>` is in sight, with no `<tool_call>` before
+    it: the held call's match stays partial until one of the two arrives, so the parser
+    waits for `tool_call>`, which both end with, instead of searching the call again for
+    every chunk."""
+    pattern = r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*(?=(?:(?!<tool_call>).)*?</tool_call>)"
+    assert profile(pattern).runs == (
+        (r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*", None, "tool_call>"),
+    )
+    assert profile(r"<a>(?=.*?</a>)").runs == (("<a>", None, "</a>"),)
+    assert profile(r"<a>(?=(?:(?!<b>).)*?</a>)").runs == (("<a>", None, ">"),)
+    assert profile(r"<a>(?=(?:(?!<b>).)*?</a>x)").runs == ()  # nothing both end with
+    assert profile(r"<a>(?=x.*y)").runs == ()
+
+    import generated.glm45
+
+    call = "<tool_call>get\n<arg_key>a</arg_key>\n<arg_value>" + "x " * 2000
+    parser = generated.glm45.Parser("")
+    for index in range(0, len(call), 4):
+        parser.feed(call[index : index + 4])
+    assert parser._waiting is not None  # held, not searched again
+    parser.feed("</arg_value>\n</tool_call>")
+    message, _ = parser.finalize()
+    whole = call + "</arg_value>\n</tool_call>"
+    assert message == generated.glm45.Parser.parse(whole, prefix="")
+    assert message["tool_calls"][0]["function"]["arguments"] == {"a": "x " * 2000}

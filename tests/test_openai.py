@@ -697,8 +697,8 @@ def test_first_call_truncated_at_every_position(name: str) -> None:
 @pytest.mark.parametrize("name", ["hermes", "qwen3", "gpt_oss", "glm45", "kimi_k2"])
 def test_truncated_at_every_position(name: str) -> None:
     """Every cut of each fixture output with tool calls, fed one character at a time
-    (every 4th cut for glm45: its open looks ahead to </tool_call>, so each character
-    searches the held call again and one case costs O(n^3) in all)."""
+    (every 4th cut for glm45: its open looks ahead to </tool_call>, and a held call
+    shorter than WAIT_AFTER is searched again for each character)."""
     step = 4 if name in LOOKAHEAD_OPEN else 1
     for case in outputs(name):
         if "tool_calls" not in case.get("expected", {}):
