@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -45,12 +44,19 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))',
+            "open_pattern": (
+                '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>'
+                '))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))'
+            ),
             "close_pattern": "</｜DSML｜invoke>|/>(?=\\s*(?:<｜DSML｜invoke|</｜DSML｜tool_calls>))",
             "repeats": True,
             "content": "x-xml-inline",
             "content_args": {
-                "tag_pattern": '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>(?P<value>.*?)</｜DSML｜parameter>',
+                "tag_pattern": (
+                    '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: '
+                    'string="(?P<kind>true|false)")?>(?P<value>.*?)'
+                    "</｜DSML｜parameter>"
+                ),
                 "kind_parsers": {"false": {"name": "json", "args": {"allow_non_json": True}}},
             },
             "transform": {
@@ -110,9 +116,6 @@ TOOL_CALLS_TAG_RE = regex.compile(
 CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜tool_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
 
 
 def _tool_calls_kind0(raw: Any) -> Any:
@@ -217,9 +220,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

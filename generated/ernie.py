@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -89,9 +88,6 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 CONTENT_CLOSE_RE = regex.compile(
     r"<response>\n?|\n?</response>\s*|<\|end_of_sentence\|>.*", regex.DOTALL
 )
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<tool_call>")
 
 
 class Parser(CompiledParser):
@@ -201,11 +197,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=1, target=TOOL_CALLS_STATE
-            ),
+            LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=1, target=TOOL_CALLS_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "thinking", THINKING_OPEN_RE, rank=0, target=THINKING_STATE),
             RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2),

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -64,9 +63,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=<\|message_sep\|>)", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"</s>")
 
 
 class Parser(CompiledParser):
@@ -136,8 +132,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
-        literals_re=CONTENT_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
                 OPEN,

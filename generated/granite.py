@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -72,7 +71,7 @@ THINKING_CLOSE_RE = regex.compile(
     regex.DOTALL,
 )
 
-# fields.tool_calls.open (longest first, as the reference tries them)
+# fields.tool_calls.open
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")
 
 # fields.tool_calls.close
@@ -80,12 +79,6 @@ TOOL_CALLS_CLOSE = "<|end_of_text|>"
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_of_text|>"
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|end_of_text\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>")
 
 
 class Parser(CompiledParser):
@@ -191,8 +184,7 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -202,9 +194,8 @@ class Parser(CompiledParser):
         "content",
         literals=(
             LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=1, target=TOOL_CALLS_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -76,9 +75,6 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<tool_call>|<\|im_end\|>|<think>")
 
 
 class Parser(CompiledParser):
@@ -187,13 +183,10 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
-            LiteralDelimiter(
-                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=1, target=TOOL_CALLS_STATE
-            ),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=1, target=TOOL_CALLS_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

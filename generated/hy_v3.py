@@ -42,12 +42,19 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": "\\s*(?:<tool_calls(?::[^\\s>]+)?>\\s*)?<tool_call(?::[^\\s>]+)?>\\s*(?P<name>[^\\s<]+)\\s*<tool_sep(?::[^\\s>]+)?>",
+            "open_pattern": (
+                "\\s*(?:<tool_calls(?::[^\\s>]+)?>\\s*)?<tool_call(?::[^\\"
+                "s>]+)?>\\s*(?P<name>[^\\s<]+)\\s*<tool_sep(?::[^\\s>]+)?>"
+            ),
             "close_pattern": "</tool_call(?::[^\\s>]+)?>\\s*",
             "repeats": True,
             "content": "xml-inline",
             "content_args": {
-                "tag_pattern": "<arg_key(?::[^\\s>]+)?>\\s*(?P<key>.*?)\\s*</arg_key(?::[^\\s>]+)?>\\s*<arg_value(?::[^\\s>]+)?>(?P<value>.*?)</arg_value(?::[^\\s>]+)?>"
+                "tag_pattern": (
+                    "<arg_key(?::[^\\s>]+)?>\\s*(?P<key>.*?)\\s*</arg_key(?::[^\\s>]+)?>"
+                    "\\s*<arg_value(?::[^\\s>]+)?>(?P<value>.*?)</arg_value(?::[^\\s>]+)"
+                    "?>"
+                )
             },
             "transform": {
                 "type": "function",
@@ -100,7 +107,11 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_call"
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
-    r"<arg_key(?::[^\s>]+)?>\s*(?P<key>.*?)\s*</arg_key(?::[^\s>]+)?>\s*<arg_value(?::[^\s>]+)?>(?P<value>.*?)</arg_value(?::[^\s>]+)?>",
+    (
+        r"<arg_key(?::[^\s>]+)?>\s*(?P<key>.*?)\s*</arg_key(?::[^\s>]+)"
+        r"?>\s*<arg_value(?::[^\s>]+)?>(?P<value>.*?)</arg_value(?::[^\s"
+        r">]+)?>"
+    ),
     regex.DOTALL,
 )
 

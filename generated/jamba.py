@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -70,9 +69,6 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
 
 # fields.content.close
 CONTENT_CLOSE = "<|eom|>"
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|eom\|>")
 
 
 class Parser(CompiledParser):
@@ -154,8 +150,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
-        literals_re=CONTENT_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
         ),

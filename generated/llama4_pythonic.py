@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -74,11 +73,8 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
     r"(?<!\)\]\s*)<\|python_end\|>\s*|(?<=\)\])\s*|(?=<\|eo[tm]\|>)", regex.DOTALL
 )
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|python_end|>", "<|eot|>", "<|eom|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|python_end\|>|<\|eom\|>|<\|eot\|>")
 
 
 class Parser(CompiledParser):
@@ -155,7 +151,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
         ),

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -64,9 +63,6 @@ TOOL_CALLS_CLOSE_PREFIX = "</longcat_tool_call>"
 
 # fields.content.close
 CONTENT_CLOSE = "</longcat_s>"
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<longcat_tool_call>|</longcat_s>")
 
 
 class Parser(CompiledParser):
@@ -149,12 +145,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=0, target=TOOL_CALLS_STATE
-            ),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
+            LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=0, target=TOOL_CALLS_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),
         ),
-        literals_re=CONTENT_LITERALS,
         plain_tails=True,
         feed=_feed_content,
         close=_close_content,

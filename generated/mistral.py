@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -44,7 +43,11 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": "\\[TOOL_CALLS\\](?P<name>[^\\[\\]{}\\s]+)(?:\\[CALL_ID\\][^\\[\\]{}\\s]*)?(?:\\[ARGS\\]|(?=\\{))",
+            "open_pattern": (
+                "\\[TOOL_CALLS\\](?P<name>[^\\[\\]{}\\s]+)"
+                "(?:\\[CALL_ID\\][^\\[\\]{}\\s]*)?(?:\\[ARGS\\]|"
+                "(?=\\{))"
+            ),
             "close_pattern": "</s>|(?=\\[TOOL_CALLS\\])",
             "repeats": True,
             "content": "json",
@@ -84,9 +87,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"\[THINK\]|</s>")
 
 
 class Parser(CompiledParser):
@@ -194,10 +194,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

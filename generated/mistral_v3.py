@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -64,12 +63,6 @@ TOOL_CALLS_CLOSE = "</s>"
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"</s>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"</s>")
 
 
 class Parser(CompiledParser):
@@ -147,8 +140,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -156,8 +148,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
-        literals_re=CONTENT_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -65,17 +64,11 @@ START_ANCHOR = ("<|assistant|>",)
 TOOL_CALLS_OPEN_RE = regex.compile(r"functools(?=\[)", regex.DOTALL)
 TOOL_CALLS_OPEN_PREFIX = "functools"
 
-# fields.tool_calls.close (longest first, as the reference tries them)
+# fields.tool_calls.close
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|endoftext|>", "<|end|>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
 
 
 class Parser(CompiledParser):
@@ -156,7 +149,6 @@ class Parser(CompiledParser):
     TOOL_CALLS_STATE = State(
         "tool_calls",
         literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
         plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -165,7 +157,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,
