@@ -140,19 +140,21 @@ def changed_lines(before: str, after: str) -> int:
 
 
 def literal_changes(template: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(label, changed template) for each literal delimiter: `</think>` -> `</thinking>`."""
+    """(label, changed template) for each literal delimiter, changed two ways: inside
+    (`</think>` -> `</thinking>`) and at its first character (`</think>` -> `@/think>`,
+    which changes what the fast path watches for)."""
     for field, spec in template["fields"].items():
         for kind in ("open", "close"):
             value = spec.get(kind)
             items = [value] if isinstance(value, str) else value or []
             for index, literal in enumerate(items):
-                changed = copy.deepcopy(template)
-                new = literal[:-1] + "ing" + literal[-1]
-                if isinstance(value, str):
-                    changed["fields"][field][kind] = new
-                else:
-                    changed["fields"][field][kind][index] = new
-                yield f"fields.{field}.{kind}[{index}] {literal!r} -> {new!r}", changed
+                for new in (literal[:-1] + "ing" + literal[-1], "@" + literal[1:]):
+                    changed = copy.deepcopy(template)
+                    if isinstance(value, str):
+                        changed["fields"][field][kind] = new
+                    else:
+                        changed["fields"][field][kind][index] = new
+                    yield f"fields.{field}.{kind}[{index}] {literal!r} -> {new!r}", changed
 
 
 @pytest.mark.parametrize("name", LITERAL_ENTRIES)
