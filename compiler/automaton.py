@@ -31,11 +31,11 @@ class Watch:
 
     @property
     def starts(self) -> tuple[str, ...] | None:
-        """Literal text every match starts with (one per literal); None if unknown."""
+        """The literal texts every match starts with one of; None if unknown."""
         if self.delimiter.literals is not None:
             return self.delimiter.literals
         assert self.profile is not None
-        return (self.profile.literal_prefix,) if self.profile.literal_prefix else None
+        return self.profile.literal_prefixes or None
 
     @property
     def first_chars(self) -> frozenset[str] | None:

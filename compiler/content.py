@@ -1,4 +1,5 @@
-"""Lower a field's `content` and `content_args` into a ContentPlan.
+"""Lower the v1 content parsers' `content_args` into ContentPlans (compiler.parts names
+which function lowers which parser).
 
 The reference reads content_args only when a region closes, and never validates them at
 load time. A malformed value (content_args that is not an object, an unknown
@@ -15,7 +16,6 @@ from typing import Any
 import regex
 
 from .ir import (
-    CONTENT_PARSERS,
     ContentPlan,
     Deferred,
     JsonContent,
@@ -25,52 +25,55 @@ from .ir import (
 )
 from .regex_profile import literal_suffix
 
-SCALAR_PARSERS = ("text", "int", "float", "bool")
 # The exception classes a Deferred plan may name; anything else fails the build.
 DEFERRABLE = frozenset({"AttributeError", "KeyError", "TypeError", "ValueError"})
 
 
-def lower_content(kind: str, args: Any, path: str) -> ContentPlan:
-    """The plan for content parser `kind` called with `args` (template key path `path`)."""
-    if not isinstance(args, dict):
-        return Deferred("AttributeError", f"{path}: must be an object, got {args!r}")
-    strip = bool(args.get("strip", True))
-    if kind in SCALAR_PARSERS:
-        return TextContent(kind=kind, strip=strip)
-    if kind == "json":
-        return JsonContent(
-            unquoted_keys=bool(args.get("unquoted_keys", False)),
-            string_delims=_string_delims(args.get("string_delims", []), f"{path}.string_delims"),
-            allow_non_json=bool(args.get("allow_non_json")),
-            strip=strip,
-        )
-    if kind == "xml-inline":
-        tag_pattern = args.get("tag_pattern")
-        if tag_pattern is None:
-            return Deferred("ValueError", f"{path}.tag_pattern: required by the xml-inline parser")
-        try:
-            regex.compile(tag_pattern, regex.DOTALL)
-        except regex.error as error:
-            return Deferred("regex.error", f"{path}.tag_pattern: invalid regex: {error}")
-        except TypeError as error:
-            return Deferred("TypeError", f"{path}.tag_pattern: {error}")
-        return XmlInlineContent(
-            tag_pattern=tag_pattern,
-            value_parser=_value_parser(args.get("value_parser"), f"{path}.value_parser"),
-            merge_duplicates=bool(args.get("merge_duplicates", False)),
-            ends_with=literal_suffix(tag_pattern),
-        )
-    assert kind == "kv-lines", kind
+def lower_scalar(kind: str, args: dict[str, Any]) -> ContentPlan:
+    """text, int, float, bool."""
+    return TextContent(kind=kind, strip=bool(args.get("strip", True)))
+
+
+def lower_json(args: dict[str, Any], path: str) -> ContentPlan:
+    return JsonContent(
+        unquoted_keys=bool(args.get("unquoted_keys", False)),
+        string_delims=_string_delims(args.get("string_delims", []), f"{path}.string_delims"),
+        allow_non_json=bool(args.get("allow_non_json")),
+        strip=bool(args.get("strip", True)),
+    )
+
+
+def lower_xml_inline(args: dict[str, Any], path: str) -> ContentPlan:
+    tag_pattern = args.get("tag_pattern")
+    if tag_pattern is None:
+        return Deferred("ValueError", f"{path}.tag_pattern: required by the xml-inline parser")
+    try:
+        regex.compile(tag_pattern, regex.DOTALL)
+    except regex.error as error:
+        return Deferred("regex.error", f"{path}.tag_pattern: invalid regex: {error}")
+    except TypeError as error:
+        return Deferred("TypeError", f"{path}.tag_pattern: {error}")
+    return XmlInlineContent(
+        tag_pattern=tag_pattern,
+        value_parser=_value_parser(args.get("value_parser"), f"{path}.value_parser"),
+        merge_duplicates=bool(args.get("merge_duplicates", False)),
+        ends_with=literal_suffix(tag_pattern),
+    )
+
+
+def lower_kv_lines(args: dict[str, Any], path: str) -> ContentPlan:
     return KvLinesContent(
         line_sep=args.get("line_sep", "\n"),
         kv_sep=args.get("kv_sep", ":"),
-        strip=strip,
+        strip=bool(args.get("strip", True)),
         value_parser=_value_parser(args.get("value_parser"), f"{path}.value_parser"),
     )
 
 
 def _value_parser(spec: Any, path: str) -> ContentPlan | None:
     """The nested parser of xml-inline / kv-lines values: {"name": ..., "args": ...}."""
+    from . import parts  # the registry imports this module: look it up when used
+
     if spec is None:
         return None
     if not isinstance(spec, dict):
@@ -78,12 +81,12 @@ def _value_parser(spec: Any, path: str) -> ContentPlan | None:
     name = spec.get("name", "text")
     args = spec.get("args", {})
     try:
-        known = name in CONTENT_PARSERS
+        known = parts.is_v1_content(name)
     except TypeError:  # unhashable: the reference's dict lookup raises TypeError
         return Deferred("TypeError", f"{path}.name: unknown content parser {name!r}")
     if not known:
         return Deferred("KeyError", f"{path}.name: unknown content parser {name!r}")
-    return lower_content(name, args, f"{path}.args")
+    return parts.lower_content(name, args, f"{path}.args")
 
 
 def _string_delims(spec: Any, path: str) -> tuple[str, ...] | Deferred:

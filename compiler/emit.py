@@ -17,26 +17,12 @@ import re
 import tokenize
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
-from . import __version__
+from . import __version__, parts
 from .automaton import StatePlan, Watch, build_automaton
-from .ir import (
-    ContentPlan,
-    Deferred,
-    Field,
-    JsonContent,
-    JsonStreamContent,
-    KvLinesContent,
-    Operation,
-    Placeholder,
-    PythonicContent,
-    Template,
-    TextContent,
-    UnwrapContent,
-    XmlInlineContent,
-)
+from .ir import ContentPlan, Deferred, Field, Operation, Placeholder, Template
 from .quoting import comment, identifier, quote
 
 LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
@@ -51,14 +37,6 @@ MAX_NAME = 40
 # Above this many stop characters a fast path tests one compiled character class instead.
 MAX_INLINE_STOP_CHARS = 4
 _READABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-# The runtime function behind each extension transform operation.
-OPERATION_FUNCTIONS = {
-    "x-json-decode": "json_decode",
-    "x-single-key": "single_key",
-    "x-first": "first_of",
-    "x-each": "each_of",
-    "x-as-list": "as_list",
-}
 # Exception classes a Deferred plan may raise, as written in generated code.
 DEFERRED_ERRORS = {
     "AttributeError": "AttributeError",
@@ -80,26 +58,75 @@ class PlanNames:
     value: PlanNames | None = None  # the nested value parser
     kinds: list[tuple[str, PlanNames]] = dataclass_field(default_factory=list)  # x-xml-inline
 
+    @cached_property
+    def part(self) -> parts.ContentPart | None:
+        """The plan's registry entry; None for a Deferred plan, whose code raises."""
+        return parts.content_part(self.plan)
+
+    @cached_property
+    def constants(self) -> list[tuple[parts.Constant, Any]]:
+        """The module constants the plan's call reads: (constant, template value) when set."""
+        part = self.part
+        if part is None:
+            return []
+        return [
+            (constant, value)
+            for constant in part.constants
+            if (value := parts.plan_value(self.plan, constant.attribute))
+        ]
+
+    @cached_property
+    def arguments(self) -> list[tuple[str | None, str, Any]]:
+        """The call's arguments after the text: (keyword or None, how to write it, value).
+
+        "value" is a template value (written through `q`), "ident" an identifier, and
+        "kinds" a list of (kind text, function identifier)."""
+        part = self.part
+        assert part is not None
+        written: list[tuple[str | None, str, Any]] = []
+        for param in parts.call_params(part):
+            value = parts.plan_value(self.plan, param.attribute)
+            if param.keyword is not None:
+                if value == parts.plan_default(self.plan, param.attribute):
+                    continue
+                if param.only_if and not parts.plan_value(self.plan, param.only_if):
+                    continue
+            if param.render == "constant":
+                suffix = next(c.suffix for c in part.constants if c.attribute == param.attribute)
+                written.append((param.keyword, "ident", self.prefix + suffix))
+            elif param.render == "function":
+                assert self.value is not None and self.value.function is not None
+                written.append((param.keyword, "ident", self.value.function))
+            elif param.render == "kinds":
+                written.append(
+                    (param.keyword, "kinds", [(kind, names.function) for kind, names in self.kinds])
+                )
+            else:
+                written.append((param.keyword, "value", value))
+        return written
+
     @property
-    def tag(self) -> str:
-        return {
-            TextContent: "scalar",
-            JsonContent: "json",
-            XmlInlineContent: "xml",
-            KvLinesContent: "kv",
-            PythonicContent: "pythonic",
-            JsonStreamContent: "jsonstream",
-            UnwrapContent: "unwrap",
-            Deferred: "deferred",
-        }[type(self.plan)]
+    def imports(self) -> set[str]:
+        """The names this plan's code imports from `runtime`."""
+        part = self.part
+        if part is None:
+            return set()
+        used = set(part.imports)
+        if any(isinstance(value, Deferred) for _, value in self.constants):
+            used.add("Defect")
+        return used
+
+    @property
+    def compiles_regex(self) -> bool:
+        """Whether the plan's code compiles a pattern with `regex` (or raises regex.error)."""
+        if isinstance(self.plan, Deferred):
+            return self.plan.error == "regex.error"
+        return any(not isinstance(value, Deferred) for _, value in self.constants)
 
     @property
     def has_constants(self) -> bool:
         """Whether the plan needs module constants (a compiled tag pattern, string delimiters)."""
-        plan = self.plan
-        return isinstance(plan, (XmlInlineContent, UnwrapContent)) or (
-            isinstance(plan, JsonContent) and bool(plan.string_delims)
-        )
+        return bool(self.constants)
 
     def walk(self) -> list[PlanNames]:
         """This plan and every nested value parser, innermost last."""
@@ -121,6 +148,10 @@ class FieldNames:
     @property
     def upper(self) -> str:
         return self.slug.upper()
+
+    @property
+    def storage(self) -> parts.StoragePart:
+        return parts.STORAGE[self.field.storage]
 
     @property
     def state(self) -> str:
@@ -149,7 +180,8 @@ class FieldNames:
                 f"{base}_PREFIX",
             ]
         for plan in self.content.walk():
-            names += [f"{plan.prefix}_TAG_RE", f"{plan.prefix}_STRING_DELIMS"]
+            constants = plan.part.constants if plan.part is not None else ()
+            names += [plan.prefix + constant.suffix for constant in constants]
             if plan.function:
                 names.append(plan.function)
         return names
@@ -356,7 +388,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
             state_of=state_of,
             start=start,
             deferred_errors=DEFERRED_ERRORS,
-            operations=OPERATION_FUNCTIONS,
+            operations=parts.OPERATIONS,
             profiles={
                 w.delimiter.pattern: w.profile
                 for st in automaton.states
@@ -379,17 +411,7 @@ def _needs_regex(template: Template, fields: list[FieldNames]) -> bool:
     ]
     if any(delim.pattern is not None for delim in [*delimiters, template.start_anchor]):
         return True
-    for names in fields:
-        for plan in names.content.walk():
-            if isinstance(plan.plan, (XmlInlineContent, UnwrapContent)) or (
-                isinstance(plan.plan, JsonContent)
-                and plan.plan.string_delims
-                and not isinstance(plan.plan.string_delims, Deferred)
-            ):
-                return True
-            if isinstance(plan.plan, Deferred) and plan.plan.error == "regex.error":
-                return True
-    return False
+    return any(plan.compiles_regex for names in fields for plan in names.content.walk())
 
 
 def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateContext:
@@ -429,24 +451,8 @@ def _runtime_imports(
     for names in fields:
         f = names.field
         for plan in names.content.walk():
-            if isinstance(plan.plan, JsonContent):
-                used.add("parse_json")
-                if isinstance(plan.plan.string_delims, Deferred):
-                    used.add("Defect")
-            elif isinstance(plan.plan, XmlInlineContent):
-                used.add("parse_xml_inline")
-            elif isinstance(plan.plan, KvLinesContent):
-                used.add("parse_kv_lines")
-            elif isinstance(plan.plan, PythonicContent):
-                used.add("parse_pythonic")
-            elif isinstance(plan.plan, JsonStreamContent):
-                used.add("parse_json_stream")
-            elif isinstance(plan.plan, UnwrapContent):
-                used.add("unwrap_text")
-        if f.join is not None:
-            used.add("require_str")
-        if f.extend:
-            used.add("extend_list")
+            used |= plan.imports
+        used.update(parts.STORAGE[f.storage].imports)
         if f.transform_each:
             used.add("each_item")
         for placeholder in _placeholders(f.transform):
@@ -454,7 +460,8 @@ def _runtime_imports(
                 used.add("lookup")
             if placeholder.keys:
                 used.add("dig")
-        used |= {OPERATION_FUNCTIONS[operation.name] for operation in _operations(f.transform)}
+        for operation in parts.operations(f.transform):
+            used.update(parts.OPERATIONS[operation.name].imports)
     # isort's order: CONSTANTS, then Classes, then functions
     return sorted(
         used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
@@ -470,16 +477,6 @@ def _placeholders(node: Any) -> list[Placeholder]:
         return [item for value in node.values() for item in _placeholders(value)]
     if isinstance(node, list):
         return [item for value in node for item in _placeholders(value)]
-    return []
-
-
-def _operations(node: Any) -> list[Operation]:
-    if isinstance(node, Operation):
-        return [node, *_operations(node.argument)]
-    if isinstance(node, dict):
-        return [item for value in node.values() for item in _operations(value)]
-    if isinstance(node, list):
-        return [item for value in node for item in _operations(value)]
     return []
 
 

@@ -8,10 +8,13 @@ it verbatim as the module's TEMPLATE constant.
       fields: Field ...           in template order
         open / close: Delimiter   literals or a regex, with its key path
         plan: ContentPlan         TextContent | JsonContent | XmlInlineContent
-                                  | KvLinesContent | PythonicContent
-                                  | JsonStreamContent | UnwrapContent | Deferred
+                                  | KvLinesContent | ExtensionContent | Deferred
+        storage: str              assign | repeats | join | x-extend
         transform: transform tree (JSON values, Placeholder leaves, Operation nodes)
       start_anchor: Delimiter
+
+Each plan's `part`, each Operation's `name` and each field's `storage` name the
+compiler.parts registry entry that lowered it and says how it becomes code.
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ class TextContent:
     kind: str
     strip: bool = True
 
+    @property
+    def part(self) -> str:
+        """The registry entry (compiler.parts) this plan was lowered by."""
+        return self.kind
+
 
 @dataclass(frozen=True)
 class JsonContent:
@@ -74,6 +82,7 @@ class JsonContent:
     string_delims: tuple[str, ...] | Deferred = ()
     allow_non_json: bool = False
     strip: bool = True
+    part: str = "json"
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,7 @@ class XmlInlineContent:
     # Text every tag match ends with (regex_profile.literal_suffix): the scan stops at its
     # last occurrence, so unclosed tags after it cost nothing.
     ends_with: str = ""
+    part: str = "xml-inline"  # or "x-xml-inline", whose arguments are checked strictly
 
 
 @dataclass(frozen=True)
@@ -94,46 +104,21 @@ class KvLinesContent:
     kv_sep: Any = ":"
     strip: bool = True
     value_parser: ContentPlan | None = None
+    part: str = "kv-lines"
 
 
 @dataclass(frozen=True)
-class PythonicContent:
-    """Extension x-pythonic: tool calls in Python call syntax."""
+class ExtensionContent:
+    """An extension content parser (x-pythonic, x-json-stream, x-unwrap...): its registry
+    entry, and its checked arguments in schema order (JSON arrays as tuples)."""
 
-    bracketed: bool = True
-    json_literals: bool = True
-    accept_json: bool = False
-
-
-@dataclass(frozen=True)
-class JsonStreamContent:
-    """Extension x-json-stream: JSON values one after another."""
-
-    separators: tuple[str, ...] = ()
-    skip_invalid: bool = False
-
-
-@dataclass(frozen=True)
-class UnwrapContent:
-    """Extension x-unwrap: text with inline markup replaced by the text it wraps."""
-
-    pattern: str  # each match becomes its `text` group ("" without one)
-    strip: bool = True
+    part: str
+    arguments: tuple[tuple[str, Any], ...] = ()
 
 
 ContentPlan: TypeAlias = (
-    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | PythonicContent | JsonStreamContent | UnwrapContent | Deferred"
+    "TextContent | JsonContent | XmlInlineContent | KvLinesContent | ExtensionContent | Deferred"
 )
-
-CONTENT_PARSERS = frozenset({"text", "int", "float", "bool", "json", "xml-inline", "kv-lines"})
-# Extensions beyond v1 (runtime/extensions.py); a template using one is not plain v1.
-EXTENSION_PARSERS = frozenset({"x-pythonic", "x-json-stream", "x-xml-inline", "x-unwrap"})
-EXTENSION_OPERATIONS = frozenset(
-    {"x-json-decode", "x-single-key", "x-first", "x-each", "x-as-list"}
-)
-EXTENSION_FIELD_KEYS = frozenset({"x-extend"})
-# Content parsers whose chunks are part of the final value (region_chunk dirty=False).
-STREAMABLE = frozenset({"text", "int", "float", "bool"})
 
 
 @dataclass(frozen=True)
@@ -148,7 +133,8 @@ class Placeholder:
 
 @dataclass(frozen=True)
 class Operation:
-    """An extension transform operation, written {"x-NAME": argument} (argument lowered)."""
+    """A transform operation, written {"x-NAME": argument} (argument lowered); its
+    registry entry (compiler.parts.OPERATIONS) says how it is written and called."""
 
     name: str
     argument: Any
@@ -161,23 +147,21 @@ class Field:
     path: str  # "fields.thinking", or fields["tool calls"] for names that need quoting
     open: Delimiter | None
     close: Delimiter | None
-    content: str
+    content: str  # the content parser's name, a key of compiler.parts.CONTENT
     plan: ContentPlan
-    repeats: bool
-    join: str | None
+    # How a region's value is stored: a key of compiler.parts.STORAGE ("assign",
+    # "repeats", "join", "x-extend").
+    storage: str
+    join: str | None  # the separator of "join"
     optional: bool
     transform: Any  # transform tree with Placeholder leaves; None when absent
     transform_each: bool
-    # Extension x-extend: each region's value is a list that extends the field's list.
-    extend: bool = False
+    # Whether region chunks are not part of the final value (structured content).
+    dirty: bool
 
     @property
     def implicit(self) -> bool:
         return self.open is None
-
-    @property
-    def dirty(self) -> bool:
-        return self.content not in STREAMABLE
 
 
 @dataclass(frozen=True)

@@ -283,9 +283,8 @@ def _prefix_open_findings(template: Template) -> list[Finding]:
         if field.open.literals is not None:
             starts += [(literal, field.open.path) for literal in field.open.literals]
         else:
-            prefix = profile(field.open.pattern or "").literal_prefix
-            if prefix:
-                starts.append((prefix, field.open.path))
+            prefixes = profile(field.open.pattern or "").literal_prefixes
+            starts += [(prefix, field.open.path) for prefix in prefixes]
     findings = []
     for text, path in starts:
         for other, other_path in starts:

@@ -59,11 +59,13 @@ class RegexProfile:
     # False when the pattern is outside the analysable subset: nothing is assumed about it,
     # not even that its matches are independent of where a search starts (as with \G).
     analysed: bool = True
-    # Text every match starts with ("" if none): a plain `str.find` for it tells where a
-    # match can start, so the regex engine runs only where one can.
-    literal_prefix: str = ""
-    # True when nothing precedes the prefix (no look-behind or anchor that could refuse a
-    # position): then any piece of the prefix at the buffer's end is a partial match.
+    # Texts every match starts with one of (() if unknown): one per branch of a top-level
+    # alternation, or one for the whole pattern. A plain `str.find` for them tells where a
+    # match can start, so the regex engine runs only where one can. A branch that is a
+    # look-ahead counts with its content's prefix: its zero-width match starts there.
+    literal_prefixes: tuple[str, ...] = ()
+    # True when nothing precedes a prefix (no look-behind, anchor or look-ahead that could
+    # refuse a position): then any piece of one at the buffer's end is a partial match.
     prefix_at_start: bool = False
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
@@ -120,8 +122,8 @@ def profile(pattern: str) -> RegexProfile:
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
-        literal_prefix=_literal_prefix(items),
-        prefix_at_start=bool(items) and items[0][0] is sre.LITERAL,
+        literal_prefixes=_literal_prefixes(items),
+        prefix_at_start=_starts_with_literal(items),
         runs=_runs(pattern, items),
     )
 
@@ -343,6 +345,48 @@ def _literal_prefix(items: list[Any]) -> str:
         else:
             break
     return "".join(prefix)
+
+
+def _branches(items: list[Any]) -> list[list[Any]]:
+    """The branches of a pattern that is one alternation; [items] for any other."""
+    if len(items) == 1 and items[0][0] is sre.BRANCH:
+        return [list(branch) for branch in items[0][1][1]]
+    return [items]
+
+
+def _literal_prefixes(items: list[Any]) -> tuple[str, ...]:
+    """The texts every match starts with one of, or () if some branch has none."""
+    whole = _literal_prefix(items)
+    if whole:
+        return (whole,)
+    prefixes = []
+    for branch in _branches(items):
+        prefix = _literal_prefix(branch)
+        if not prefix and len(branch) == 1 and branch[0][0] is sre.ASSERT:
+            direction, inner = branch[0][1]
+            if direction == 1:  # a look-ahead: its zero-width match starts where it looks
+                prefix = _literal_prefix(list(inner))
+        if not prefix:
+            return ()
+        prefixes.append(prefix)
+    return tuple(dict.fromkeys(prefixes)) if len(prefixes) > 1 else ()
+
+
+def _starts_with_literal(items: list[Any]) -> bool:
+    """Whether every branch starts with a literal character, or is a look-ahead whose
+    content does (it then matches, or partially matches, where its content would), so
+    that nothing can refuse a piece of a prefix (see prefix_at_start)."""
+    return bool(items) and all(
+        bool(branch) and _first_is_literal(branch) for branch in _branches(items)
+    )
+
+
+def _first_is_literal(branch: list[Any]) -> bool:
+    op, av = branch[0]
+    if op is sre.ASSERT and len(branch) == 1 and av[0] == 1:
+        inner = list(av[1])
+        return bool(inner) and inner[0][0] is sre.LITERAL
+    return op is sre.LITERAL
 
 
 def _in_common_subset(pattern: str) -> bool:

@@ -18,19 +18,9 @@ from typing import Any
 
 import regex
 
-from . import extensions
-from .content import lower_content
+from . import parts
 from .errors import TemplateError, TemplateTypeError
-from .ir import (
-    CONTENT_PARSERS,
-    EXTENSION_FIELD_KEYS,
-    EXTENSION_PARSERS,
-    Delimiter,
-    Field,
-    Operation,
-    Placeholder,
-    Template,
-)
+from .ir import Delimiter, Field, Operation, Placeholder, Template
 
 TOP_LEVEL_KEYS = frozenset(
     {"version", "defaults", "fields", "start_anchor", "start_anchor_pattern"}
@@ -89,8 +79,13 @@ def template_sha256(template: Any) -> str:
 
 
 def uses_extensions(template: Any) -> list[str]:
-    """The format extensions a template uses; [] for plain v1, which transformers loads."""
-    return extensions.uses_extensions(template)
+    """The format extensions a template uses; [] for plain v1, which transformers loads.
+
+    Read from the lowered IR (`template` is a Template, or a template dict, which is
+    validated first: an invalid one raises TemplateError)."""
+    if not isinstance(template, Template):
+        template = build_template(template)
+    return parts.extensions_used(template)
 
 
 def field_path(name: str) -> str:
@@ -117,10 +112,7 @@ def load(source: Any) -> Template:
 # -- validation, in the reference's order -----------------------------------------------
 
 
-def _type_name(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", type(None): "null", bool: "boolean"}.get(
-        type(value), type(value).__name__
-    )
+_type_name = parts.type_name
 
 
 def _build(spec: Any) -> Template:
@@ -172,27 +164,22 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
     path = field_path(name)
     if not isinstance(spec, dict):
         raise TemplateError(path, f"must be an object, got {_type_name(spec)}")
-    unknown = set(spec) - FIELD_KEYS - EXTENSION_FIELD_KEYS
+    unknown = set(spec) - FIELD_KEYS - parts.storage_keys()
     if unknown:
         raise TemplateError(path, f"unknown keys {sorted(unknown)}")
-    extend = extensions.lower_extend(spec, path)
     content = spec.get("content", "text")
     try:
-        known = content in CONTENT_PARSERS or content in EXTENSION_PARSERS
+        known = content in parts.CONTENT
     except TypeError:  # unhashable: the reference's dict lookup raises TypeError
         raise TemplateTypeError(f"{path}.content", f"unknown content parser {content!r}") from None
     if not known:
         raise TemplateError(
             f"{path}.content",
-            f"unknown content parser {content!r}; available: {sorted(CONTENT_PARSERS)}",
+            f"unknown content parser {content!r}; available: {parts.v1_content_parsers()}",
         )
     open_ = _delimiter(spec, path, "open", "open_pattern")
     close = _delimiter(spec, path, "close", "close_pattern")
-    join = spec.get("join")
-    if join is not None and not isinstance(join, str):
-        raise TemplateError(f"{path}.join", f"must be a string, got {_type_name(join)}")
-    if join is not None and not spec.get("repeats", False):
-        raise TemplateError(f"{path}.join", "requires 'repeats': true")
+    storage, join = parts.lower_storage(spec, path)
     transform = spec.get("transform")
     transform_each = spec.get("transform_each", False)
     if not isinstance(transform_each, bool):
@@ -218,19 +205,13 @@ def _build_field(index: int, name: str, spec: Any) -> Field:
         open=open_,
         close=close,
         content=content,
-        plan=(
-            extensions.lower_extension_content(
-                content, spec.get("content_args", {}), f"{path}.content_args"
-            )
-            if content in EXTENSION_PARSERS
-            else lower_content(content, spec.get("content_args", {}), f"{path}.content_args")
-        ),
-        repeats=bool(spec.get("repeats", False)),
+        plan=parts.lower_content(content, spec.get("content_args", {}), f"{path}.content_args"),
+        storage=storage,
         join=join,
         optional=bool(spec.get("optional", True)),
         transform=transform,
         transform_each=transform_each,
-        extend=extend,
+        dirty=not parts.CONTENT[content].streamable,
     )
 
 
@@ -282,30 +263,22 @@ def _named_groups(delimiter: Delimiter | None) -> set[str]:
 def _lower_transform(node: Any, path: str, in_each: bool = False) -> Any:
     """Copy a transform tree, turning whole-string placeholders into Placeholder leaves
     and extension operations ({"x-NAME": argument}) into Operation nodes."""
-    if extensions.is_operation(node):
+    if parts.is_operation(node):
         ((name, argument),) = node.items()
         where = f"{path}.{name}"
-        if name in ("x-first", "x-each"):
-            if (
-                not isinstance(argument, list)
-                or not argument
-                or (name == "x-each" and len(argument) != 2)
-            ):
-                shape = (
-                    "a list [LIST, VALUE], VALUE built for each element {item}"
-                    if name == "x-each"
-                    else "a non-empty list"
-                )
-                raise TemplateError(where, f"must be {shape}")
-            loops = [in_each, True] if name == "x-each" else [in_each] * len(argument)
-            return Operation(
-                name,
-                [
-                    _lower_transform(item, f"{where}[{i}]", loop)
-                    for i, (item, loop) in enumerate(zip(argument, loops, strict=True))
-                ],
-            )
-        return Operation(name, _lower_transform(argument, where, in_each))
+        parts.check_operation(name, argument, where)
+        form = parts.OPERATIONS[name].form
+        if form == "value":
+            return Operation(name, _lower_transform(argument, where, in_each))
+        # A list of values; under "each", the second one is built per element {item}.
+        loops = [in_each, True] if form == "each" else [in_each] * len(argument)
+        return Operation(
+            name,
+            [
+                _lower_transform(item, f"{where}[{i}]", loop)
+                for i, (item, loop) in enumerate(zip(argument, loops, strict=True))
+            ],
+        )
     if isinstance(node, dict):
         return {
             key: _lower_transform(value, f"{path}.{key}", in_each) for key, value in node.items()

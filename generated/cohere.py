@@ -135,7 +135,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": True}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content x-unwrap
+        # fields.thinking.content: x-unwrap
         content = unwrap_text(self._body(), THINKING_UNWRAP_RE)
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -157,8 +157,9 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform_each
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform_each
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -191,9 +192,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": True}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content x-unwrap, repeats joined
+        # fields.content.content: x-unwrap
         content = unwrap_text(self._body(), CONTENT_UNWRAP_RE)
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text

@@ -137,7 +137,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -146,23 +146,26 @@ class Parser(CompiledParser):
     # fields.tool_calls
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform, repeats
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
                 "function": {"name": lookup(self._captures, "name"), "arguments": content},
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n\n" + text

@@ -80,8 +80,9 @@ START_ANCHOR = ("<｜Assistant｜></think>", "<｜Assistant｜>")
 THINKING_OPEN = "<think>"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile("</think>|(?=<｜DSML｜tool_calls>)", regex.DOTALL)
+THINKING_CLOSE_PREFIX = ("</think>", "<｜DSML｜tool_calls>")
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -100,10 +101,11 @@ TOOL_CALLS_OPEN_RUNS = (
 )
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '/' or '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(
     "</｜DSML｜invoke>|/>(?=\\s*(?:<｜DSML｜invoke|</｜DSML｜tool_calls>))", regex.DOTALL
 )
+TOOL_CALLS_CLOSE_PREFIX = ("</｜DSML｜invoke>", "/>")
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -144,7 +146,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -155,7 +157,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -167,7 +169,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "/" in text or "<" in text:
+        if ("/" in text or "<" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -178,28 +180,31 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content x-xml-inline, transform, repeats
+        # fields.tool_calls.content: x-xml-inline
         content = parse_xml_inline(
             self._body(),
             TOOL_CALLS_TAG_RE,
             kind_parsers={"false": _tool_calls_kind0},
             ends_with="</｜DSML｜parameter>",
         )
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
                 "function": {"name": lookup(self._captures, "name"), "arguments": content},
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n\n" + text
@@ -209,13 +214,23 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

@@ -58,8 +58,9 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"<\|message_sep\|>", r"\s*", "function call<|ro
 TOOL_CALLS_OPEN_PREFIX = "<|message_sep|>"
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=<\|message_sep\|>)", regex.DOTALL)
+TOOL_CALLS_CLOSE_PREFIX = ("</s>", "<|message_sep|>")
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
@@ -86,7 +87,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -96,9 +97,11 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform, repeats
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform
         value = self._coerce({"type": "function", "function": content})
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
@@ -118,7 +121,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["content"] = value
@@ -128,7 +131,12 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

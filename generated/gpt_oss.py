@@ -121,7 +121,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -143,7 +143,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["content"] = value
@@ -165,14 +165,16 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform, repeats
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
                 "function": {"name": lookup(self._captures, "name"), "arguments": content},
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 

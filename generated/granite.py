@@ -65,11 +65,12 @@ THINKING_OPEN_RE = regex.compile(r"Here(?:'s| is) my thought process:", regex.DO
 THINKING_OPEN_PREFIX = "Here"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<' or 'H'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(
     r"Here(?:'s| is) my response:\s*|<\|end_of_text\|>|(?=<\|tool_call\|>|<tool_call>)",
     regex.DOTALL,
 )
+THINKING_CLOSE_PREFIX = ("Here", "<|end_of_text|>", "<")
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")
@@ -102,7 +103,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "H" in text:
+        if ("<" in text or "H" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -112,7 +113,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -134,8 +135,9 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform_each
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform_each
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -168,9 +170,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text
@@ -180,7 +183,12 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

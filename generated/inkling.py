@@ -135,9 +135,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text, repeats joined
+        # fields.thinking.content: text
         content = self._body()
         value = self._coerce(content)
+        # fields.thinking.join
         text = require_str(value, "thinking")
         previous = self._output.get("thinking")
         self._output["thinking"] = text if previous is None else previous + "" + text
@@ -159,9 +160,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "" + text
@@ -183,8 +185,9 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform, repeats
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
@@ -194,6 +197,7 @@ class Parser(CompiledParser):
                 },
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 

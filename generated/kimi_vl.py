@@ -79,7 +79,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -101,7 +101,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["content"] = value

@@ -111,8 +111,9 @@ class Parser(CompiledParser):
     # fields.tool_calls
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content text, transform, x-extend
+        # fields.tool_calls.content: text
         content = self._body().strip()
+        # fields.tool_calls.transform
         value = self._coerce(
             [
                 {
@@ -129,6 +130,7 @@ class Parser(CompiledParser):
                 for item in each_of(as_list(json_decode(lookup(self._captures, "call"))))
             ]
         )
+        # fields.tool_calls.x-extend
         self._output["tool_calls"] = extend_list(
             self._output.get("tool_calls"), value, "tool_calls"
         )
@@ -137,9 +139,10 @@ class Parser(CompiledParser):
     # fields.content (the implicit field)
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text

@@ -62,10 +62,11 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|header_start|>assistant<|header_end|>\n\n",)
 
 # fields.tool_calls.open_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"<\|python_start\|>\s*|(?=\[[A-Za-z_][\w.]*\((?:\)|[A-Za-z_]\w*=))", regex.DOTALL
 )
+TOOL_CALLS_OPEN_PREFIX = ("<|python_start|>", "[")
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -95,8 +96,9 @@ class Parser(CompiledParser):
     # fields.tool_calls
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content x-pythonic, transform_each, x-extend
+        # fields.tool_calls.content: x-pythonic
         content = parse_pythonic(self._body())
+        # fields.tool_calls.transform_each
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -110,6 +112,7 @@ class Parser(CompiledParser):
                 }
             )
         value = self._coerce(value)
+        # fields.tool_calls.x-extend
         self._output["tool_calls"] = extend_list(
             self._output.get("tool_calls"), value, "tool_calls"
         )
@@ -121,7 +124,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "[" in text:
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._append_context(text)
@@ -132,9 +135,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text
@@ -154,8 +158,16 @@ class Parser(CompiledParser):
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
-            RegexDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, target=TOOL_CALLS_STATE),
+            RegexDelimiter(
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
+                target=TOOL_CALLS_STATE,
+            ),
         ),
+        plain_tails=True,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

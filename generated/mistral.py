@@ -67,8 +67,9 @@ START_ANCHOR = ("[/TOOL_RESULTS]", "[/INST]")
 THINKING_OPEN = "[THINK]"
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(r"\[/THINK\]\s*|</s>", regex.DOTALL)
+THINKING_CLOSE_PREFIX = ("[/THINK]", "</s>")
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -82,8 +83,9 @@ TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\[TOOL_CALLS\]", r"[^\[\]{}\s]*"),)
 TOOL_CALLS_OPEN_PREFIX = "[TOOL_CALLS]"
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '<' or '['.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</s>|(?=\[TOOL_CALLS\])", regex.DOTALL)
+TOOL_CALLS_CLOSE_PREFIX = ("</s>", "[TOOL_CALLS]")
 
 # fields.content.close
 CONTENT_CLOSE = "</s>"
@@ -110,7 +112,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "[" in text:
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -120,7 +122,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -132,7 +134,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "[" in text:
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -142,14 +144,16 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content json, transform, repeats
+        # fields.tool_calls.content: json
         content = parse_json(self._body())
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
                 "function": {"name": lookup(self._captures, "name"), "arguments": content},
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
@@ -169,9 +173,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text
@@ -181,13 +186,23 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, prefix=TOOL_CALLS_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,

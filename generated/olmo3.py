@@ -122,7 +122,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -144,8 +144,9 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content x-pythonic, transform_each, x-extend
+        # fields.tool_calls.content: x-pythonic
         content = parse_pythonic(self._body(), bracketed=False)
+        # fields.tool_calls.transform_each
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -159,6 +160,7 @@ class Parser(CompiledParser):
                 }
             )
         value = self._coerce(value)
+        # fields.tool_calls.x-extend
         self._output["tool_calls"] = extend_list(
             self._output.get("tool_calls"), value, "tool_calls"
         )
@@ -167,9 +169,10 @@ class Parser(CompiledParser):
     # fields.content (the implicit field)
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text

@@ -91,8 +91,9 @@ class Parser(CompiledParser):
     # fields.tool_calls
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content x-pythonic, transform_each, x-extend
+        # fields.tool_calls.content: x-pythonic
         content = parse_pythonic(self._body())
+        # fields.tool_calls.transform_each
         value = []
         for item in each_item(content, "tool_calls"):
             scope = {**self._captures, **item}
@@ -106,6 +107,7 @@ class Parser(CompiledParser):
                 }
             )
         value = self._coerce(value)
+        # fields.tool_calls.x-extend
         self._output["tool_calls"] = extend_list(
             self._output.get("tool_calls"), value, "tool_calls"
         )
@@ -128,9 +130,10 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n" + text

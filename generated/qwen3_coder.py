@@ -71,8 +71,9 @@ START_ANCHOR = ("<|im_start|>assistant\n",)
 THINKING_OPEN_RE = regex.compile(r"\s*<think>", regex.DOTALL)
 
 # fields.thinking.close_pattern
-# Prefilter: every match starts with '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(r"</think>\s*|(?=<tool_call>)|<\|im_end\|>", regex.DOTALL)
+THINKING_CLOSE_PREFIX = ("</think>", "<tool_call>", "<|im_end|>")
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -121,7 +122,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -131,7 +132,7 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
     def _close_thinking(self, events: list[Event]) -> None:
-        # fields.thinking: content text
+        # fields.thinking.content: text
         content = self._body().strip()
         value = self._coerce(content)
         self._output["thinking"] = value
@@ -153,23 +154,26 @@ class Parser(CompiledParser):
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     def _close_tool_calls(self, events: list[Event]) -> None:
-        # fields.tool_calls: content xml-inline, transform, repeats
+        # fields.tool_calls.content: xml-inline
         content = parse_xml_inline(self._body(), TOOL_CALLS_TAG_RE)
+        # fields.tool_calls.transform
         value = self._coerce(
             {
                 "type": "function",
                 "function": {"name": lookup(self._captures, "name"), "arguments": content},
             }
         )
+        # fields.tool_calls.repeats
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
 
     def _close_content(self, events: list[Event]) -> None:
-        # fields.content: content text, repeats joined
+        # fields.content.content: text
         content = self._body().strip()
         value = self._coerce(content)
+        # fields.content.join
         text = require_str(value, "content")
         previous = self._output.get("content")
         self._output["content"] = text if previous is None else previous + "\n\n" + text
@@ -179,7 +183,12 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        patterns=(RegexDelimiter(CLOSE, "thinking", THINKING_CLOSE_RE, rank=0),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE, "thinking", THINKING_CLOSE_RE, rank=0, prefix=THINKING_CLOSE_PREFIX
+            ),
+        ),
+        plain_tails=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )

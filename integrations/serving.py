@@ -198,13 +198,14 @@ class ResponseStream:
         delta, self.pending = self.pending, Delta()
         return delta.add_chunks(self.stream.feed(text))
 
-    def finish(self) -> Delta:
-        """Finalize once: text held back for a delimiter, and calls cut off at the end."""
+    def finish(self, finish_reason: str | None = None) -> Delta:
+        """Finalize once: text held back for a delimiter, and calls cut off at the end
+        (with finish_reason "length", a call still open goes into content)."""
         delta, self.pending = self.pending, Delta()
         if self.finished:
             return delta
         self.finished = True
-        return delta.add_chunks(self.stream.finish())
+        return delta.add_chunks(self.stream.finish(finish_reason))
 
     @property
     def message(self) -> dict[str, Any] | None:

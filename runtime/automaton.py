@@ -41,6 +41,9 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
+# A state keeps the set of its start texts' proper prefixes when they total at most this
+# many characters (State.piece_at_end); longer literals are checked with startswith.
+MAX_PIECES = 4096
 
 
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
@@ -149,9 +152,10 @@ class RegexDelimiter:
     """A delimiter written as a regex (`open_pattern` / `close_pattern`).
 
     A complete match that ends at the buffer edge is pending: more text could extend it.
-    `prefix` is the text every match starts with, when the compiler found one: a match
-    can then only start where `str.find` finds it (or, partially, in the buffer's last
-    few characters, on a piece of it), so the regex engine runs only from there.
+    `prefix` is the text every match starts with, or a tuple of texts every match starts
+    with one of (one per branch), when the compiler found them: a match can then only
+    start where `str.find` finds one (or, partially, in the buffer's last few characters,
+    on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
     reused, in case they depend on where a search starts.
     """
@@ -162,7 +166,7 @@ class RegexDelimiter:
         "rank",
         "target",
         "pattern",
-        "prefix",
+        "prefixes",
         "memo",
         "runs",
     )
@@ -174,7 +178,7 @@ class RegexDelimiter:
         pattern: Any,
         *,
         rank: int,
-        prefix: str = "",
+        prefix: str | tuple[str, ...] = "",
         memo: bool = True,
         runs: tuple[HeldRun, ...] = (),
         target: State | None = None,
@@ -184,7 +188,7 @@ class RegexDelimiter:
         self.rank = rank
         self.target = target
         self.pattern = pattern
-        self.prefix = prefix
+        self.prefixes = (prefix,) if isinstance(prefix, str) and prefix else tuple(prefix)
         self.memo = memo
         self.runs = runs  # how a held match can wait (see `waits`)
 
@@ -192,11 +196,16 @@ class RegexDelimiter:
         """(start, end, pending, match) of the next match, partial ones included unless at
         end of stream; None if there is none; IRRELEVANT if none can start at or before
         `limit` (a result that must not be reused for later positions)."""
-        prefix = self.prefix
-        if prefix:
-            # Complete matches start where the prefix occurs; partial ones may also start in
-            # the last len(prefix) - 1 characters, on a piece of it.
-            index = find_literal(buf, prefix, pos, limit + len(prefix))
+        prefixes = self.prefixes
+        if prefixes:
+            # Complete matches start where a prefix occurs; partial ones may also start in
+            # the last len(prefix) - 1 characters, on a piece of one.
+            index = -1
+            for prefix in prefixes:
+                bound = limit if index == -1 else index  # only an earlier start matters
+                found = find_literal(buf, prefix, pos, bound + len(prefix))
+                if found != -1:
+                    index = found
             if index == -1 and not eos:
                 index = self._tail(buf, pos)
                 if index > limit:
@@ -267,8 +276,9 @@ class RegexDelimiter:
         return f"fields.{self.field}.{kind}"
 
     def _tail(self, buf: str, pos: int) -> int:
-        """Start of the longest buffer suffix (from `pos` on) that begins the prefix, or -1."""
-        return piece_at_end(buf, self.prefix, pos)
+        """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
+        starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
+        return min((start for start in starts if start != -1), default=-1)
 
 
 class State:
@@ -294,6 +304,10 @@ class State:
         "tail",
         "start_texts",
         "starts",
+        "reach",
+        "leads",
+        "at_end",
+        "starts_or_piece",
         "plain_tails",
         "store",
         "join",
@@ -339,14 +353,30 @@ class State:
         # first, when all are known and one is longer than a character (otherwise the
         # fast path's character test already says everything); `starts` finds them.
         texts = {literal for delim in literals for literal in delim.literals}
-        texts.update(delim.prefix for delim in patterns)
-        known = all(delim.prefix for delim in patterns) and any(len(text) > 1 for text in texts)
+        texts.update(prefix for delim in patterns for prefix in delim.prefixes)
+        known = all(delim.prefixes for delim in patterns) and any(len(text) > 1 for text in texts)
         self.start_texts = (
             tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
         )
         self.starts = (
             re.compile("|".join(re.escape(text) for text in self.start_texts)) if known else None
         )
+        # A piece (a proper prefix of a start text) at the end of a chunk starts at most
+        # `reach` characters from its end, on one of the `leads`. Unless the start texts are
+        # long (over MAX_PIECES characters in all), one regex finds the longest piece
+        # (`at_end`), and one tells a start text from a piece or neither (`starts_or_piece`):
+        # a single C call for every chunk that holds a lead character.
+        self.reach = max((len(text) - 1 for text in self.start_texts), default=0)
+        self.leads = "".join(sorted({text[0] for text in self.start_texts}))
+        pieces = sorted(
+            {text[:end] for text in self.start_texts for end in range(1, len(text))},
+            key=lambda text: (-len(text), text),
+        )
+        self.at_end = self.starts_or_piece = None
+        if pieces and self.starts is not None and sum(map(len, self.start_texts)) <= MAX_PIECES:
+            ends = "|".join(re.escape(piece) for piece in pieces)
+            self.at_end = re.compile(f"(?:{ends})\\Z")
+            self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_tails = plain_tails
@@ -362,14 +392,38 @@ class State:
 
     def may_start(self, text: str) -> bool:
         """Whether a watched delimiter occurs in `text`, or begins at its end."""
+        if self.starts_or_piece is not None:
+            return self.starts_or_piece.search(text) is not None
         if self.starts is None or self.starts.search(text) is not None:
             return True
         return self.piece_at_end(text) != -1
 
     def piece_at_end(self, text: str) -> int:
-        """Start of the longest suffix of `text` that begins a start text, or -1."""
-        starts = [piece_at_end(text, start) for start in self.start_texts]
-        return min((start for start in starts if start != -1), default=-1)
+        """Start of the longest suffix of `text` that begins a start text, or -1.
+
+        One regex search from `reach` characters before the end (`at_end`); for long start
+        texts, a look at each place of a lead character there, left to right: the first
+        that begins a start text wins.
+        """
+        begin = len(text) - self.reach
+        if begin < 0:
+            begin = 0
+        if self.at_end is not None:
+            match = self.at_end.search(text, begin)
+            return -1 if match is None else match.start()
+        found = -1
+        for lead in self.leads:
+            index = text.find(lead, begin, found if found != -1 else len(text))
+            while index != -1:
+                if self._is_piece(text[index:]):
+                    found = index
+                    break
+                index = text.find(lead, index + 1, found if found != -1 else len(text))
+        return found
+
+    def _is_piece(self, text: str) -> bool:
+        """Whether `text` is a proper prefix of a start text."""
+        return any(start.startswith(text) and start != text for start in self.start_texts)
 
     def _find(self, buf: str, pos: int) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""

@@ -46,14 +46,22 @@ class ParseError(Exception):
 class FieldParseError(ParseError, ValueError):
     """A region's body did not parse as its field's content (or transform) requires.
 
-    `field` names the field, `offset` is where its region opened in the generated text
-    (negative: in the prefix), `__cause__` is the parser's original error.
+    `field` names the field, `key` the template key path whose code failed (None if
+    unknown), `offset` is where its region opened in the generated text (negative: in the
+    prefix), `__cause__` is the parser's original error.
     """
 
-    def __init__(self, field: str, offset: int, error: BaseException) -> None:
+    def __init__(
+        self, field: str, offset: int, error: BaseException, key: str | None = None
+    ) -> None:
         self.field = field
         self.offset = offset
-        super().__init__(f"field {field!r} (region opened at offset {offset}): {one_line(error)}")
+        # The template key whose code failed (runtime.source_map), e.g. fields.x.content.
+        self.key = key
+        where = f"{key}, " if key else ""
+        super().__init__(
+            f"field {field!r} ({where}region opened at offset {offset}): {one_line(error)}"
+        )
 
 
 class MissingFieldError(ParseError, ValueError):

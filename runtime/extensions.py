@@ -10,6 +10,8 @@ Content parsers (structured, so their region chunks are dirty):
 - `x-json-stream`: several JSON values one after another, with optional separators.
 - `x-unwrap`: text in which each piece of inline markup (a regex match) is replaced by the
   text it wraps (its `text` group), e.g. citation spans.
+- `x-xml-inline`: xml-inline whose value parser is chosen per tag by the pattern's `kind`
+  group (`kind_parsers`); it runs `runtime.content.parse_xml_inline`.
 Field option:
 - `"x-extend": true`: each region's value (a list) extends the field's list, so several
   blocks of calls in one turn give one list (where `repeats` would nest them).

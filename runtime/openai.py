@@ -17,7 +17,8 @@ Mapping (the rest of the message is dropped; the parsed message keeps it):
   `arguments` as a JSON string (`ensure_ascii=False`; a string is passed through, a missing
   one is `{}`). A value that is not a call (no `function` dict with a string `name`, e.g.
   the raw text `on_error="keep_raw"` stores) is left out: the message's `parse_errors`
-  report it. A `parse_errors` record with a `streamed_call` (see CompletionStream) is the
+  report it. (Under the server policy the parser itself fails a call without a name, so
+  its text is content.) A `parse_errors` record with a `streamed_call` (see CompletionStream) is the
   part of a failed call a stream had already sent, and is listed at its index.
 
 Known divergence: a field without `repeats` that occurs twice keeps only its last region in
@@ -32,15 +33,15 @@ import secrets
 import sys
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from .arguments import CallArguments, plan_for
+from .parser import OpenRegion
+from .tools import TOOL_CALLS
 
 CallId = Callable[[int], str]
 Chunk = dict[str, Any]
 
-TOOL_CALLS = "tool_calls"
 REASONING_KEYS = ("reasoning", "reasoning_content")
 # How a stream sends tool-call arguments: as fragments while the call grows (where the
 # template allows it, see runtime.arguments), or whole at the call's close.
@@ -222,15 +223,6 @@ class _TextField:
         self.sent, self.held, self.begun, self.joined = self.closed
         self.joining = self.joined and self.join is not None
         self.closed = None
-
-
-@dataclass
-class OpenRegion:
-    """What the adapter needs of a parser whose tool-call region is still open after the
-    events it was given: the open delimiter's captures and the state's close function."""
-
-    captures: dict[str, Any]
-    close: Callable[..., Any] | None
 
 
 class _OpenCall:
@@ -589,7 +581,7 @@ class CompletionStream:
             index=index,
             include_usage=include_usage,
             tool_args=tool_args,
-            tool_params=getattr(parser, "_tool_params", None),
+            tool_params=parser.tool_parameters,
             report_errors=report_errors,
         )
         self.message: dict[str, Any] | None = None
@@ -609,8 +601,10 @@ class CompletionStream:
         self, finish_reason: str | None = None, *, usage: dict[str, int] | None = None
     ) -> list[Chunk]:
         """Finalize the parser; the last chunks, ending with the finish reason (and `usage`,
-        if given, in a chunk of its own)."""
-        message, events = self.parser.finalize()
+        if given, in a chunk of its own). With finish_reason "length" the output was cut off:
+        a tool call still open at its end is incomplete and, under the server policy, goes
+        into content (`finalize(truncated=True)`)."""
+        message, events = self.parser.finalize(truncated=finish_reason == "length")
         chunks = self.adapter.convert(events) + self.adapter.finish(finish_reason, usage=usage)
         self.message = _mark_streamed(message, self.adapter.partial)
         return chunks
@@ -625,12 +619,9 @@ class CompletionStream:
         )
 
     def _region(self) -> OpenRegion | None:
-        """The open tool-call region's captures and close function, if one is open."""
-        parser = self.parser
-        state = getattr(parser, "_state", None)
-        if not getattr(parser, "_opened", False) or getattr(state, "field", None) != TOOL_CALLS:
-            return None
-        return OpenRegion(dict(getattr(parser, "_captures", {})), getattr(state, "close", None))
+        """The open tool-call region, if one is open."""
+        region: OpenRegion | None = self.parser.open_region()
+        return region if region is not None and region.field == TOOL_CALLS else None
 
 
 def _mark_streamed(message: dict[str, Any], partial: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,12 +24,14 @@ there too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from . import errors
 from .automaton import OPEN, HeldRun, State
 from .errors import FieldParseError, MissingFieldError
-from .tools import coerce_tool_calls, tool_parameters
+from .source_map import key_of
+from .tools import TOOL_CALLS, coerce_tool_calls, require_names, tool_parameters
 
 Event = dict[str, Any]
 
@@ -48,6 +50,17 @@ PARTS_PER_BLOCK = 256
 # finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
 # feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
+
+
+@dataclass(frozen=True)
+class OpenRegion:
+    """A region still open after the text fed so far (see `CompiledParser.open_region`)."""
+
+    field: str
+    captures: dict[str, Any]  # the named groups its open delimiter captured
+    # The field's generated close code, `close(parser, events)`: runtime.arguments runs it
+    # on a trial object to see what a prefix of the body parses to.
+    close: Callable[..., None]
 
 
 def _is_empty(value: Any) -> bool:
@@ -123,6 +136,7 @@ class CompiledParser:
         self._waited: list[str] = []
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
+        self._truncated = False  # finalize(truncated=True): the output was cut off
         self._finalized = False
         self._feed_path: Callable[[CompiledParser, str], list[Event]] = CompiledParser._scan_feed
         self.initial_events = []
@@ -149,10 +163,17 @@ class CompiledParser:
             return self._feed_path(self, str(text))
         raise TypeError(f"feed() takes a str, got {type(text).__name__}")
 
-    def finalize(self) -> tuple[dict[str, Any], list[Event]]:
-        """End the stream: flush, close every open region, return (message, events)."""
+    def finalize(self, *, truncated: bool = False) -> tuple[dict[str, Any], list[Event]]:
+        """End the stream: flush, close every open region, return (message, events).
+
+        `truncated=True` says the output was cut off (a server's finish_reason "length"):
+        a tool call whose region is still open at the end, with no close text of its own,
+        is then incomplete and fails like a body that does not parse (raises, or under
+        on_error="content" goes into content), even if what arrived of it parses.
+        """
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        self._truncated = truncated
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
             # at the end of stream that delimiter has no match (no need to search for one).
@@ -180,6 +201,23 @@ class CompiledParser:
         self._finalized = True
         self._pending = _FINALIZED
         return output, events
+
+    def open_region(self) -> OpenRegion | None:
+        """The region open after the text fed so far (None between regions, and once
+        finalized): which field, its open delimiter's captures, its close code.
+
+        Streaming adapters read a tool call's name and arguments from it before the call
+        closes (runtime.openai, runtime.arguments).
+        """
+        state = self._state
+        if not self._opened or self._finalized or state.field is None:
+            return None
+        return OpenRegion(state.field, dict(self._captures), state.close)  # type: ignore[arg-type]
+
+    @property
+    def tool_parameters(self) -> dict[str, dict[str, Any]]:
+        """The `tools=` schemas this parser casts arguments with: tool name -> properties."""
+        return self._tool_params
 
     @classmethod
     def parse(
@@ -371,14 +409,16 @@ class CompiledParser:
                 else:
                     # A zero-width close of a region that never opened returns to the same
                     # configuration: the progress rule ends the call there, as the reference does.
-                    self._close_current(events, buf[start:end])
+                    # One at the very end of a truncated output closes what was cut off.
+                    cut = eos and self._truncated and start == end == size
+                    self._close_current(events, buf[start:end], cut=cut)
                 continue
 
             if eos:
                 if pos < size:
                     self._accumulate(events, buf[pos:])
                     self._pos = size
-                self._close_current(events)
+                self._close_current(events, cut=self._truncated)
                 if self._opened:  # on_error="content" moved a failed region's text here
                     self._close_current(events)
                 return
@@ -418,16 +458,20 @@ class CompiledParser:
         self._opened = True
         events.append({"type": "region_open", "field": state.field})
 
-    def _close_current(self, events: list[Event], closing: str = "") -> None:
+    def _close_current(self, events: list[Event], closing: str = "", cut: bool = False) -> None:
         """Close the open region (if any) and return to the start state. `closing` is the
-        text of the close delimiter that ended it ("" at end of stream)."""
+        text of the close delimiter that ended it ("" at end of stream); `cut`: the output
+        ended there, cut off (finalize(truncated=True)), which fails a tool call."""
         if self._opened:
             state = self._state
+            cut = cut and state.field == TOOL_CALLS and state is not self.START
             if self._keep_raw:
-                if self._close_keeping_raw(state, events, closing):
+                if self._close_keeping_raw(state, events, closing, cut):
                     return  # on_error="content": the implicit region took the raw text
             else:
                 try:
+                    if cut:
+                        raise ValueError(_CUT_OFF)
                     state.close(self, events)  # type: ignore[misc]
                 except Exception as error:
                     located = self._locate(error, state)
@@ -441,21 +485,35 @@ class CompiledParser:
         self._opened = False
 
     def _locate(self, error: Exception, state: State) -> Exception:
-        """The error, saying which field failed and where its region opened: a
-        FieldParseError (a ValueError) for plain ValueErrors, else the same error with a
-        note, so that the exception class stays the reference's."""
+        """The error, saying which field failed, the template key whose code failed, and
+        where its region opened: a FieldParseError (a ValueError) for plain ValueErrors,
+        else the same error with a note, so that the exception class stays the reference's."""
+        key = self._key_of(error, state)
         if type(error) is ValueError:
-            return FieldParseError(state.field or "", self._opened_at, error)
+            return FieldParseError(state.field or "", self._opened_at, error, key)
         if hasattr(error, "add_note"):  # Python 3.11+
+            where = f" ({key})" if key else ""
             error.add_note(
-                f"while closing field {state.field!r}, whose region opened at offset {self._opened_at}"
+                f"while closing field {state.field!r}{where}, whose region opened at offset "
+                f"{self._opened_at}"
             )
         return error
 
-    def _close_keeping_raw(self, state: State, events: list[Event], closing: str) -> bool:
+    def _key_of(self, error: BaseException, state: State) -> str | None:
+        """The template key path of the generated code that raised `error` (source_map)."""
+        close = state.close
+        return key_of(error, close.__globals__) if close is not None else None
+
+    def _close_keeping_raw(
+        self, state: State, events: list[Event], closing: str, cut: bool
+    ) -> bool:
         """on_error="keep_raw" or "content": a body that does not parse is kept as its raw
         text, as the field's value, or (content) as text of the implicit region, which is
-        then left open for the text that follows. True in that last case."""
+        then left open for the text that follows. True in that last case.
+
+        Under "content" (the server policy) a tool call that parses but names no function
+        fails too: its region's value is undone and its text goes into content.
+        """
         raw = self._body()
         field = state.field
         assert field is not None
@@ -465,8 +523,22 @@ class CompiledParser:
             before = self._output.get(field, _MISSING)
             if isinstance(before, list):
                 before = list(before)  # appends to it may happen in place
+        checked = content_mode and field == TOOL_CALLS and state is not implicit
+        if checked:
+            stored = self._output.get(field, _MISSING)
+            # The calls stored before this region (`repeats` and x-extend add to one list).
+            count = len(stored) if isinstance(stored, list) else -1
         try:
+            if cut:
+                raise ValueError(_CUT_OFF)
             state.close(self, events)  # type: ignore[misc]
+            if checked:
+                try:
+                    require_names(events[-1]["value"])
+                except ValueError:
+                    events.pop()  # the region_close the close code sent
+                    _restore(self._output, field, stored, count)
+                    raise
             if content_mode:
                 # Only an implicit region that an open closed (no close text of its own)
                 # can be taken back: the failed region's text then follows it directly.
@@ -474,7 +546,7 @@ class CompiledParser:
                 self._reopen = (before, raw, self._opened_at) if adjacent else None
             return False
         except Exception as error:  # recovering from any failure is the point of this mode
-            described = _describe(error)
+            described = _describe(error, self._key_of(error, state))
         if content_mode and state is not implicit:
             self._recover_as_text(events, field, described, self._open_text + raw + closing)
             return implicit.field is not None
@@ -564,6 +636,20 @@ class CompiledParser:
         return value
 
 
+_CUT_OFF = "the output was cut off (truncated) before the tool call's close delimiter"
+
+
+def _restore(output: dict[str, Any], field: str, stored: Any, count: int) -> None:
+    """Undo the store of one region's value: `stored` was the field's value before it,
+    `count` that value's length when it was a list (the store may have added to it)."""
+    if stored is _MISSING:
+        output.pop(field, None)
+    elif output.get(field) is stored and isinstance(stored, list):
+        del stored[count:]
+    else:
+        output[field] = stored
+
+
 def _last(text: str, count: int) -> str:
     """The last `count` characters of `text` (none for count <= 0)."""
     return text[len(text) - count :] if count > 0 else ""
@@ -585,8 +671,13 @@ def _appended(parser: CompiledParser, text: str) -> str:
     return context
 
 
-def _describe(error: BaseException) -> dict[str, str]:
-    return {"type": type(error).__name__, "message": str(error)}
+def _describe(error: BaseException, key: str | None = None) -> dict[str, str]:
+    """A parse_errors record's `error`: the exception's class and message, and the
+    template key path whose code raised it, when known."""
+    described = {"type": type(error).__name__, "message": str(error)}
+    if key:
+        described["key"] = key
+    return described
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:

@@ -16,6 +16,9 @@ from typing import Any
 
 _INFINITIES = (float("inf"), float("-inf"))
 
+# The message field that holds tool calls, in the shape `{"function": {"name", ...}}`.
+TOOL_CALLS = "tool_calls"
+
 
 def tool_parameters(tools: Iterable[Any] | None) -> dict[str, dict[str, Any]]:
     """Map each tool name to its parameters' `properties` schema.
@@ -244,3 +247,22 @@ def _hint_schema(hint: Any) -> dict[str, Any]:
             schema["additionalProperties"] = _hint_schema(args[1])
         return schema
     raise TypeError(f"cannot convert type hint {hint!r} to a JSON schema")
+
+
+def require_names(value: Any) -> None:
+    """Raise ValueError unless every tool call in a region's value names its function.
+
+    The server policy (on_error="content") fails such a region, so that its text reaches
+    the client as content rather than a call no one can run. A value is a call (a dict), a
+    list of calls (`transform_each`, `x-extend`) or a list of such lists; a call names its
+    function with a non-empty string at `function.name`.
+    """
+    if isinstance(value, list):
+        for item in value:
+            require_names(item)
+        return
+    function = value.get("function") if isinstance(value, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str) or not name:
+        shown = "no name" if name is None else f"name {name!r}"
+        raise ValueError(f"a tool call has {shown}: it names no function to call")

@@ -134,6 +134,10 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"(?i)<ci>", ["<CI>", "<ci>"]),
     (r"\p{Lu}+:", ["AB:", "É:"]),
     (r"<g>|<gg>", ["<g>", "<gg>"]),
+    # Alternations whose branches have different literal prefixes (one per branch, a
+    # look-ahead branch counting with its content's):
+    (r"</w>|(?=<o>\s*<f=)", ["</w>", "<o> <f=", "<o>\n<f", "<o>x"]),
+    (r"<k1>|\n<j2>\s*", ["<k1>", "\n<j2>  ", "\n<j"]),
     (r"<(?P<n>\w+)\|(?P<v>\d*)>", ["<ab|12>", "<x|>"]),
     (r"(?:<e>)?", ["<e>"]),
     (r"(?<=a)b", ["ab", "b"]),

@@ -120,7 +120,7 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     name,
                     regex.compile(spec.pattern, regex.DOTALL),
                     rank=rank,
-                    prefix=prof.literal_prefix,
+                    prefix=prof.literal_prefixes,
                     memo=prof.analysed,
                 )
             )
@@ -196,3 +196,39 @@ def test_the_literal_alternation_tries_longer_literals_first() -> None:
     )
     assert state.literals_re.pattern == "|".join(map(re.escape, ["<ab>", "<a|", "<a"]))
     assert state.literals_re.search("x<ab>").group() == "<ab>"
+
+
+@given(
+    literals=st.lists(st.text("<|/ab", min_size=2, max_size=6), min_size=1, max_size=4),
+    text=st.text("<|/ab x", max_size=12),
+    small=st.booleans(),
+)
+def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
+    literals: list[str], text: str, small: bool
+) -> None:
+    """State.piece_at_end (one pass over lead characters, a set of pieces or startswith for
+    long literals) equals its definition: the leftmost index whose suffix is a proper
+    prefix of some start text."""
+    state = State(
+        "x",
+        literals=(LiteralDelimiter(CLOSE, "x", tuple(sorted(set(literals), key=len)), rank=0),),
+        literals_re=re.compile("|".join(map(re.escape, literals))),
+        feed=None,
+        close=None,
+    )
+    if not state.start_texts:
+        return  # only one-character texts: the fast path's character test says it all
+    if small:  # as for start texts longer than MAX_PIECES in all
+        state.at_end = state.starts_or_piece = None
+    may_start = any(start in text for start in state.start_texts)
+    expected = min(
+        (
+            index
+            for index in range(len(text))
+            for start in state.start_texts
+            if start.startswith(text[index:]) and start != text[index:]
+        ),
+        default=-1,
+    )
+    assert state.piece_at_end(text) == expected
+    assert state.may_start(text) == (may_start or expected != -1)

@@ -28,8 +28,79 @@ def test_parse_error_names_the_field_and_where_its_region_opened() -> None:
     error = caught.value
     assert isinstance(error, ValueError)
     assert (error.field, error.offset) == ("tool_calls", text.index("<tool_call>{not"))
-    assert "field 'tool_calls' (region opened at offset" in str(error)
+    assert "field 'tool_calls' (fields.tool_calls.content, region opened at offset" in str(error)
+    assert error.key == "fields.tool_calls.content"
     assert "could not parse region as JSON" in str(error.__cause__)
+
+
+# The source map: a failure names the template key whose generated code raised it.
+SOURCE_MAP_CASES = [
+    # (template, output, key path, exception class)
+    (
+        {"fields": {"x": {"open": "<x>", "close": "</x>", "content": "json"}}},
+        "<x>{bad</x>",
+        "fields.x.content",
+        FieldParseError,
+    ),
+    (
+        {
+            "fields": {
+                "x": {
+                    "open": "<x>",
+                    "close": "</x>",
+                    "content": "json",
+                    "transform": "{content.a.b}",
+                }
+            }
+        },
+        '<x>{"a": 1}</x>',
+        "fields.x.transform",
+        FieldParseError,
+    ),
+    (
+        {
+            "defaults": {"x": "text"},
+            "fields": {"x": {"open": "<x>", "close": "</x>", "repeats": True}},
+        },
+        "<x>1</x>",
+        "fields.x.repeats",
+        AttributeError,  # the reference's class, with a note naming the key
+    ),
+    (
+        {
+            "fields": {
+                "x": {
+                    "open": "<x>",
+                    "close": "</x>",
+                    "content": "json",
+                    "repeats": True,
+                    "join": "-",
+                }
+            }
+        },
+        "<x>1</x><x>2</x>",
+        "fields.x.join",
+        FieldParseError,
+    ),
+]
+
+
+@pytest.mark.parametrize("template, output, key, error_class", SOURCE_MAP_CASES)
+def test_a_failure_names_its_template_key(
+    template: dict[str, Any], output: str, key: str, error_class: type[Exception]
+) -> None:
+    parser_class = load_parser({"start_anchor": "A:", **template})
+    try:
+        parser_class.parse(output, prefix="")
+    except Exception as caught:
+        error = caught
+    else:
+        pytest.fail("no error")
+    assert isinstance(error, error_class)
+    assert key in str(error) + "".join(getattr(error, "__notes__", []))
+    # The lenient modes report it in the record's error.
+    message = parser_class.parse(output, prefix="", on_error="keep_raw")
+    assert message["parse_errors"][0]["error"]["key"] == key
 
 
 def test_offsets_count_generated_text_and_are_negative_in_the_prefix() -> None:

@@ -324,9 +324,14 @@ def test_uses_extensions_tells_extension_templates_from_v1() -> None:
     assert uses_extensions(DSML) == ["x-xml-inline"]
     assert uses_extensions(JSON_STREAM) == ["x-first", "x-json-decode", "x-json-stream"]
     apertus = {
-        "fields": {"t": {"transform": {"x-each": ["{content}", {"x-single-key": "{item}"}]}}}
+        "start_anchor": "A",
+        "fields": {"t": {"transform": {"x-each": ["{content}", {"x-single-key": "{item}"}]}}},
     }
     assert uses_extensions(apertus) == ["x-each", "x-single-key"]
+    assert uses_extensions(build_template(apertus)) == ["x-each", "x-single-key"]
+    # Read from the lowered template: an invalid one is refused, not half-read.
+    with pytest.raises(TemplateError, match="start_anchor"):
+        uses_extensions({key: value for key, value in apertus.items() if key != "start_anchor"})
     assert (
         uses_extensions(
             {"start_anchor": "A", "fields": {"c": {"transform": {"x-json-decode": 1, "k": 2}}}}

@@ -13,6 +13,7 @@ import json
 from typing import Any, NamedTuple
 
 import pytest
+import regex
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from fixtures import load_fixtures
 from hypothesis import assume, given
@@ -35,6 +36,7 @@ from runtime.openai import (
     to_chat_message,
     usage,
 )
+from runtime.tools import require_names
 
 CALL = {"type": "function", "function": {"name": "f", "arguments": {"a": 1}}}
 
@@ -171,11 +173,13 @@ def merge(chunks: list[dict[str, Any]], *, reasoning_key: str = "reasoning") -> 
     return merged
 
 
-def run_stream(stream: CompletionStream, chunks: list[str]) -> list[dict[str, Any]]:
+def run_stream(
+    stream: CompletionStream, chunks: list[str], finish_reason: str | None = None
+) -> list[dict[str, Any]]:
     out = list(stream.initial)
     for text in chunks:
         out += stream.feed(text)
-    return out + stream.finish()
+    return out + stream.finish(finish_reason)
 
 
 def overwrites(template: dict[str, Any], events: list[dict[str, Any]]) -> bool:
@@ -545,10 +549,12 @@ def outputs(name: str) -> list[dict[str, Any]]:
     return [case for case in load_fixtures(name)["cases"] if isinstance(case.get("output"), str)]
 
 
-def server_events(parser_class: Any, case: dict[str, Any], output: str) -> list[dict[str, Any]]:
+def server_events(
+    parser_class: Any, case: dict[str, Any], output: str, truncated: bool = False
+) -> list[dict[str, Any]]:
     parser = parser_class(case["prefix"], tools=case.get("tools"), on_error="content")
     events = parser.initial_events + parser.feed(output)
-    return events + parser.finalize()[1]
+    return events + parser.finalize(truncated=truncated)[1]
 
 
 def repeats_a_key(template: dict[str, Any], events: list[dict[str, Any]]) -> bool:
@@ -593,29 +599,40 @@ def json_repeats_a_key(body: str) -> bool:
 
 
 def check_stream(
-    name: str, case: dict[str, Any], output: str, chunks: list[str], tool_args: str
+    name: str,
+    case: dict[str, Any],
+    output: str,
+    chunks: list[str],
+    tool_args: str,
+    finish_reason: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Stream `output` under the server policy and check the merged deltas."""
+    """Stream `output` under the server policy and check the merged deltas (finish_reason
+    "length": the output was cut off there)."""
+    truncated = finish_reason == "length"
     parser_class = importlib.import_module(f"generated.{name}").Parser
     template = load_entry(name).data["response_template"]
     ids = random_call_ids()
     stream = CompletionStream(
         parser_class, case["prefix"], tools=case.get("tools"), call_id=ids, tool_args=tool_args
     )
-    result = run_stream(stream, chunks)  # never raises on model output
+    result = run_stream(stream, chunks, finish_reason)  # never raises on model output
     assert stream.message is not None
     # The parser's own message, fed the same chunks (see test_content_policy_raw_text below).
     parser = parser_class(case["prefix"], tools=case.get("tools"), on_error="content")
     for chunk in chunks:
         parser.feed(chunk)
-    reference = parser.finalize()[0]
+    reference = parser.finalize(truncated=truncated)[0]
     assert unmarked(stream.message) == reference
-    if overwrites(template, server_events(parser_class, case, output)):
+    # The server policy sends only calls that name a function.
+    for call in reference.get("tool_calls", []):
+        require_names(call)
+    events = server_events(parser_class, case, output, truncated)
+    if overwrites(template, events):
         return result  # the known divergence of a repeated field without `repeats`
     merged = merge(result)
     if any(error["error"]["type"] == "StreamDivergence" for error in stream.errors):
         # The known limit: only a call with a repeated argument key may diverge.
-        assert repeats_a_key(template, server_events(parser_class, case, output))
+        assert repeats_a_key(template, events)
         return result
     assert merged == {"role": "assistant", **to_chat_message(stream.message, call_id=ids)}
     assert merged == {"role": "assistant", **stream.chat_message()}
@@ -623,7 +640,7 @@ def check_stream(
         # Nothing was sent of a call that then failed: the parser's own message, as is.
         assert merged == {"role": "assistant", **to_chat_message(reference, call_id=ids)}
     reason = result[-1]["choices"][0]["finish_reason"]
-    assert reason == ("tool_calls" if "tool_calls" in merged else "stop")
+    assert reason == (finish_reason or ("tool_calls" if "tool_calls" in merged else "stop"))
     return result
 
 
@@ -644,7 +661,8 @@ def test_catalog_stream_is_the_message(name: str, data: Any) -> None:
         output = output[:start] + output[end:]
     chunks = data.draw(chunkings(output), label="chunks")
     tool_args = data.draw(st.sampled_from(["fragments", "whole"]), label="tool_args")
-    check_stream(name, case, output, chunks, tool_args)
+    finish_reason = data.draw(st.sampled_from([None, "length"]), label="finish_reason")
+    check_stream(name, case, output, chunks, tool_args, finish_reason)
 
 
 def test_content_policy_raw_text_is_chunking_independent() -> None:
@@ -788,16 +806,91 @@ def test_malformed_call_mid_stream_and_the_stream_goes_on() -> None:
     assert [c["function"]["name"] for c in merge(chunks)["tool_calls"]] == ["get"]
 
 
-def test_a_nameless_call_is_left_out() -> None:
-    # hermes' transform accepts a body without "name" (the parser does not fail it), so it
-    # stays in the parsed message; it is not a call, so the Chat Completions shapes omit it.
-    output = 'A<tool_call>{"arguments": {}}</tool_call>B'
-    stream = CompletionStream(generated.hermes.Parser, "")
-    chunks = run_stream(stream, list(output))
-    assert stream.message is not None
-    assert stream.message["tool_calls"] == [{"type": "function", "function": {"arguments": {}}}]
-    assert merge(chunks) == {"role": "assistant", **stream.chat_message()}
-    assert stream.chat_message() == {"role": "assistant", "content": "A\nB"}
+# Entries whose transform accepts a JSON body without "name": the parser alone keeps such
+# a "call"; the server policy must send its text as content instead.
+NAMELESS = {
+    "hermes": 'A<tool_call>{"arguments": {"x": 1}}</tool_call>B',
+    "smollm3": 'A<tool_call>{"arguments": {"x": 1}}</tool_call>B',
+    "ernie": '</think>A<tool_call>{"arguments": {"x": 1}}</tool_call>B',
+    "longcat": 'A<longcat_tool_call>{"arguments": {"x": 1}}</longcat_tool_call>B',
+    "gigachat3": 'A<|message_sep|>function call<|role_sep|>\n{"arguments": {"x": 1}}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAMELESS))
+def test_a_nameless_call_becomes_content(name: str) -> None:
+    output = NAMELESS[name]
+    parser_class = importlib.import_module(f"generated.{name}").Parser
+    # The parser's default policy keeps what the template says: a call without a name.
+    assert any(
+        "name" not in call["function"]
+        for call in parser_class.parse(output, prefix="").get("tool_calls", [])
+    )
+    for chunks in ([output], list(output)):
+        stream = CompletionStream(parser_class, "", tool_args="fragments")
+        merged = merge(run_stream(stream, chunks))
+        assert "tool_calls" not in merged
+        assert merged["content"] is not None and '"arguments": {"x": 1}' in merged["content"]
+        [error] = stream.errors
+        assert error["field"] == "tool_calls" and "no name" in error["error"]["message"]
+        assert merged == {"role": "assistant", **stream.chat_message()}
+
+
+def test_an_empty_name_is_no_name() -> None:
+    output = 'A<tool_call>{"name": "", "arguments": {}}</tool_call>'
+    message = generated.hermes.Parser.parse(output, prefix="", on_error="content")
+    assert "tool_calls" not in message and message["content"] == output
+    [record] = message["parse_errors"]
+    assert record["error"]["message"] == "a tool call has name '': it names no function to call"
+
+
+def test_a_nameless_call_keeps_the_calls_before_it() -> None:
+    good = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    output = good + '<tool_call>{"arguments": {}}</tool_call>' + good
+    message = generated.hermes.Parser.parse(output, prefix="", on_error="content")
+    assert [call["function"]["name"] for call in message["tool_calls"]] == ["f", "f"]
+    assert message["content"] == '<tool_call>{"arguments": {}}</tool_call>'
+
+
+# Entries whose calls still parse when the output stops inside one (xml-inline reads the
+# complete tags): with finish_reason "length" such a call is incomplete, so it is content.
+CUT_OFF_XML = ["qwen3", "qwen3_coder", "seed_oss", "step3p5", "mimo_v2_flash"]
+
+
+@pytest.mark.parametrize("name", CUT_OFF_XML)
+def test_a_call_cut_off_by_the_token_limit_becomes_content(name: str) -> None:
+    """Every cut inside a fixture's last call (after its open delimiter, before its close
+    ends), streamed 5 characters at a time and finished with "length": one call fewer
+    than the whole output gives, and a truncation record; finished with "stop", the cut
+    call still parses (what the template says)."""
+    parser_class = importlib.import_module(f"generated.{name}").Parser
+    field = load_entry(name).data["response_template"]["fields"]["tool_calls"]
+    opener = regex.compile(field["open_pattern"], regex.DOTALL)
+    closer = regex.compile(field["close_pattern"], regex.DOTALL)
+    checked = 0
+    for case in outputs(name):
+        calls = case.get("expected", {}).get("tool_calls") or []
+        output = case["output"]
+        if not calls or not any(call["function"].get("arguments") for call in calls):
+            continue
+        opened = list(opener.finditer(output))[-1]
+        closed = closer.search(output, opened.end())
+        if closed is None:
+            continue  # the fixture itself stops inside the call
+        for cut in range(opened.end() + 1, closed.start() + 1):
+            text = output[:cut]
+            chunks = [text[i : i + 5] for i in range(0, len(text), 5)]
+            whole = parser_class.parse(text, prefix=case["prefix"], on_error="content")
+            if len(whole.get("tool_calls", [])) != len(calls):
+                continue  # the cut call does not parse at all: content either way
+            check_stream(name, case, text, chunks, "fragments", "length")
+            stream = CompletionStream(parser_class, case["prefix"], tools=case.get("tools"))
+            run_stream(stream, chunks, "length")
+            assert stream.message is not None
+            assert len(stream.message.get("tool_calls", [])) == len(calls) - 1, cut
+            assert any("cut off" in e["error"]["message"] for e in stream.errors)
+            checked += 1
+    assert checked > 0
 
 
 def test_strict_policy_raises() -> None:
