@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import templates
-from test_hostile_templates import hostile_templates
+from test_hostile_templates import hostile_extension_templates, hostile_templates
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from compiler import compile_source, load_parser
@@ -65,6 +65,16 @@ def test_no_line_is_over_the_limit_for_hostile_templates(drawn: Any) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(source, "<shape>", "exec"), namespace)
     assert namespace["TEMPLATE"] == template  # the cut strings are the same values
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow])
+@given(template=hostile_extension_templates())
+def test_no_line_is_over_the_limit_for_hostile_extension_templates(template: Any) -> None:
+    source = compile_source(template, "shape", source="<shape>")
+    assert long_lines(source) == []
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<shape>", "exec"), namespace)
+    assert namespace["TEMPLATE"] == template
 
 
 @settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
