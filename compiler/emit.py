@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ast
 import importlib
+import io
 import keyword
 import os
 import re
+import tokenize
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from functools import cached_property, lru_cache
@@ -24,6 +26,14 @@ from .ir import ContentPlan, Deferred, Field, Operation, Placeholder, Template
 from .quoting import comment, identifier, quote
 
 LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
+# No generated line is longer than this (tests/test_generated_shape.py checks it).
+MAX_LINE = 120
+# Rounds of cutting long strings and comments, and black again (format_source).
+WRAP_ROUNDS = 4
+MIN_PIECE = 24  # characters of a string piece, at least, however deep it is indented
+PIECE_BREAKS = frozenset(" |)>,;")
+# A field name longer than this becomes `field<index>` in identifiers.
+MAX_NAME = 40
 # Above this many stop characters a fast path tests one compiled character class instead.
 MAX_INLINE_STOP_CHARS = 4
 _READABLE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -160,7 +170,7 @@ class FieldNames:
 
     def identifiers(self) -> list[str]:
         names = [self.state, self.feed, self.close]
-        names += [f"{self.upper}_{suffix}" for suffix in ("STOP", "LITERALS")]
+        names.append(f"{self.upper}_STOP")
         for kind in ("open", "close"):
             base = self.delimiter(kind)
             names += [
@@ -204,15 +214,17 @@ def derive_names(fields: tuple[Field, ...]) -> list[FieldNames]:
     """Readable identifiers per field, or index-based ones when readable ones would clash.
 
     Field names are data; where one must become part of an identifier it is used only if
-    it is a plain ASCII name, and only if every identifier derived from every field stays
-    unique. Otherwise all fields use `field<index>`, which cannot clash.
+    it is a plain ASCII name of at most MAX_NAME characters, and only if every identifier
+    derived from every field stays unique. Otherwise all fields use `field<index>`, which cannot clash.
     """
     readable = [
         FieldNames(
             f,
             (
                 f.name
-                if _READABLE.fullmatch(f.name) and not keyword.iskeyword(f.name)
+                if _READABLE.fullmatch(f.name)
+                and len(f.name) <= MAX_NAME
+                and not keyword.iskeyword(f.name)
                 else f"field{f.index}"
             ),
         )
@@ -245,7 +257,6 @@ class StateContext:
     # Whether the fast path asks the state if a start text occurs (State.may_start): the
     # texts are all known, and the character test alone would send too much to the scan.
     starts: bool
-    literals_constant: str  # constant holding the alternation of the state's literals
 
     @property
     def stop_pattern(self) -> str:
@@ -268,18 +279,6 @@ class StateContext:
             for rank, watch in enumerate(self.plan.watches)
             if not watch.delimiter.is_literal
         ]
-
-    @property
-    def literals_pattern(self) -> str:
-        """One alternation over every watched literal (only its match positions are used)."""
-        literals = {
-            literal
-            for _, watch in self.literal_watches
-            for literal in watch.delimiter.literals or ()
-        }
-        return "|".join(
-            re.escape(literal) for literal in sorted(literals, key=lambda item: (-len(item), item))
-        )
 
 
 def _build_dependency(module: str) -> Any:
@@ -397,7 +396,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
                 if w.profile
             },
             uses_regex=_needs_regex(template, field_names),
-            uses_re=any(item.stop or item.literal_watches for item in states),
+            uses_re=any(item.stop for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
             default_keys=set(template.defaults),
             runtime_imports=_runtime_imports(template, field_names, states),
@@ -433,7 +432,6 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         feed=feed,
         stop=stop,
         starts=bool(feed and plan.start_texts),
-        literals_constant=f"{prefix}_LITERALS",
     )
 
 
@@ -483,11 +481,134 @@ def _placeholders(node: Any) -> list[Placeholder]:
 
 
 def format_source(source: str) -> str:
-    """black, in-process, with the project's settings."""
+    """black, in-process, with the project's settings; then long strings and comments are
+    cut into pieces black can lay out, so that no line is longer than MAX_LINE.
+
+    black splits code at brackets but never splits a string or a comment, and templates
+    hold long patterns and literals (and, hostile ones, long field names). A string on a
+    long line becomes an implicit concatenation of pieces, `("..." "...")`, the same value;
+    black then puts each piece on its own line. Pieces that land deeper than expected are
+    cut again, a few rounds at most.
+    """
     black = _build_dependency("black")
 
     mode = black.Mode(line_length=LINE_LENGTH, target_versions={black.TargetVersion.PY310})
-    return black.format_str(source, mode=mode)
+    text = black.format_str(source, mode=mode)
+    for _ in range(WRAP_ROUNDS):
+        wrapped = wrap_long_lines(text)
+        if wrapped == text:
+            break
+        text = black.format_str(wrapped, mode=mode)
+    return text
+
+
+def wrap_long_lines(text: str) -> str:
+    """Cut the strings and comments of lines over MAX_LINE into pieces about LINE_LENGTH
+    wide (one round). On a long line the longest strings are cut first, until what would
+    stay on the line fits."""
+    lines = io.StringIO(text).readlines()  # the rows tokenize counts
+    tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    # The provenance header (the comment lines the module starts with) stays whole: its
+    # lines are read as they are, and it names the source path its caller gave.
+    header = next((row for row, line in enumerate(lines, 1) if not line.startswith("#")), 1)
+    by_row: dict[int, list[int]] = {}
+    for index, token in enumerate(tokens):
+        row = token.start[0]
+        if (
+            header <= row <= len(lines)
+            and token.end[0] == row
+            and _width(lines[row - 1]) > MAX_LINE
+        ):
+            by_row.setdefault(row, []).append(index)
+    edits: list[tuple[int, int, int, str]] = []  # (row, start col, end col, replacement)
+    for row, indexes in by_row.items():
+        line = lines[row - 1]
+        indent = len(line) - len(line.lstrip())
+        width = max(MIN_PIECE, LINE_LENGTH - indent - 8)
+        strings = [i for i in indexes if tokens[i].type == tokenize.STRING]
+        comments = [i for i in indexes if tokens[i].type == tokenize.COMMENT]
+        if comments and not line[: tokens[comments[0]].start[1]].strip():
+            token = tokens[comments[0]]
+            edits.append(
+                (
+                    row,
+                    token.start[1],
+                    token.end[1],
+                    _wrap_comment(token.string, width, token.start[1]),
+                )
+            )
+            continue
+        remaining = _width(line)
+        for index in sorted(strings, key=lambda i: -len(tokens[i].string)):
+            token = tokens[index]
+            if remaining <= MAX_LINE:
+                break
+            size = len(token.string)
+            pieces = _string_pieces(token.string, min(width, max(MIN_PIECE, size // 2 + 2)))
+            if pieces is None:
+                continue
+            remaining -= size
+            joined = " ".join(pieces)
+            neighbours = (tokens[index - 1].type, tokens[index + 1].type)
+            # A string already in an implicit concatenation just gains pieces; parentheses
+            # around it would end the concatenation there.
+            if tokenize.STRING not in neighbours:
+                joined = f"({joined})"
+            edits.append((row, token.start[1], token.end[1], joined))
+    for row, start, end, replacement in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + replacement + line[end:]
+    return "".join(lines)
+
+
+def _width(line: str) -> int:
+    return len(line.rstrip("\r\n"))
+
+
+def _wrap_comment(comment_text: str, width: int, col: int) -> str:
+    """A standalone comment as several comment lines, each about `width` wide."""
+    body = comment_text[1:].strip()
+    chunks = []
+    while len(body) > width:
+        cut = body.rfind(" ", width // 2, width)
+        cut = width if cut == -1 else cut
+        chunks.append(body[:cut].rstrip())
+        body = body[cut:].lstrip()
+    chunks.append(body)
+    return ("\n" + " " * col).join(f"# {chunk}" for chunk in chunks)
+
+
+def _string_pieces(literal: str, width: int) -> list[str] | None:
+    """Python literals, each at most about `width` long, whose concatenation is the value
+    of `literal`; None for a literal that is not a plain str (bytes, f-strings, triple
+    quotes) or too short to cut."""
+    prefix = literal[: len(literal) - len(literal.lstrip("rRbBuUfF"))].lower()
+    if prefix not in ("", "r") or literal.lstrip("rR").startswith(('"""', "'''")):
+        return None
+    value = ast.literal_eval(literal)
+    pieces = []
+    start = 0
+    while start < len(value):
+        end = start
+        size = 0
+        while end < len(value) and size + _cost(value[end]) <= width - 3:
+            size += _cost(value[end])
+            end += 1
+        end = max(end, start + 1)
+        if end < len(value):
+            # Prefer ending a piece after a separator, when one is in its last quarter.
+            for cut in range(end, start + (end - start) * 3 // 4, -1):
+                if value[cut - 1] in PIECE_BREAKS:
+                    end = cut
+                    break
+        pieces.append(quote(value[start:end], raw=prefix == "r"))
+        start = end
+    return pieces if len(pieces) > 1 else None
+
+
+def _cost(char: str) -> int:
+    """Characters `char` takes inside a quoted literal."""
+    return len(repr(char)) - 2
 
 
 def check_source(source: str, label: str) -> None:

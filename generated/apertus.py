@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -87,9 +86,6 @@ TOOL_CALLS_CLOSE_PREFIX = "<|"
 # fields.content.close
 CONTENT_CLOSE = "<|assistant_end|>"
 
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|assistant_end\|>|<\|inner_prefix\|>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -110,7 +106,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -130,7 +128,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -204,10 +204,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, cheap=True, target=TOOL_CALLS_STATE

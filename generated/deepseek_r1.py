@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -40,7 +39,11 @@ TEMPLATE: dict[str, Any] = {
     "fields": {
         "thinking": {"open": "<think>", "close": "</think>", "content": "text"},
         "tool_calls": {
-            "open_pattern": "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
+            "open_pattern": (
+                "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)"
+                "?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)"
+                "?\\s*(?=[\\[{])"
+            ),
             "close_pattern": "\\s*```\\s*<｜tool▁call▁end｜>",
             "repeats": True,
             "content": "json",
@@ -70,7 +73,11 @@ THINKING_CLOSE = "</think>"
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
+    (
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)"
+        "?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)"
+        "?\\s*(?=[\\[{])"
+    ),
     regex.DOTALL,
 )
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
@@ -82,7 +89,11 @@ TOOL_CALLS_OPEN_RUNS = (
         r"\s*",
     ),
     HeldRun(
-        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?",
+        (
+            "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>"
+            "\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)"
+            "\\s*```(?:json)?"
+        ),
         r"\s*",
     ),
 )
@@ -97,12 +108,6 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>")
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
-
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"</think>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
 
 
 class Parser(CompiledParser):
@@ -124,7 +129,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -172,8 +179,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -198,9 +204,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -36,7 +36,11 @@ TEMPLATE: dict[str, Any] = {
     "start_anchor": ["<｜Assistant｜>", "<｜tool▁outputs▁end｜>"],
     "fields": {
         "tool_calls": {
-            "open_pattern": "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
+            "open_pattern": (
+                "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)"
+                "?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)"
+                "?\\s*(?=[\\[{])"
+            ),
             "close_pattern": "\\s*```\\s*<｜tool▁call▁end｜>",
             "repeats": True,
             "content": "json",
@@ -60,7 +64,11 @@ START_ANCHOR = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?\\s*(?=[\\[{])",
+    (
+        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)"
+        "?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)"
+        "?\\s*(?=[\\[{])"
+    ),
     regex.DOTALL,
 )
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
@@ -72,7 +80,11 @@ TOOL_CALLS_OPEN_RUNS = (
         r"\s*",
     ),
     HeldRun(
-        "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)\\s*```(?:json)?",
+        (
+            "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>"
+            "\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)"
+            "\\s*```(?:json)?"
+        ),
         r"\s*",
     ),
 )

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -45,7 +44,10 @@ TEMPLATE: dict[str, Any] = {
     "fields": {
         "thinking": {"open": "<think>", "close": "</think>", "content": "text"},
         "tool_calls": {
-            "open_pattern": "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?P<name>[^\\s<]+)\\s*<｜tool▁sep｜>\\s*",
+            "open_pattern": (
+                "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁be"
+                "gin｜>\\s*(?P<name>[^\\s<]+)\\s*<｜tool▁sep｜>\\s*"
+            ),
             "close_pattern": "\\s*<｜tool▁call▁end｜>",
             "repeats": True,
             "content": "json",
@@ -103,12 +105,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile("\\s*<｜tool▁call▁end｜>", regex.DOTAL
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
 
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"</think>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -129,7 +125,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -177,8 +175,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -194,9 +191,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -51,7 +50,11 @@ TEMPLATE: dict[str, Any] = {
             "repeats": True,
             "content": "x-xml-inline",
             "content_args": {
-                "tag_pattern": '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>(?P<value>.*?)</｜DSML｜parameter>',
+                "tag_pattern": (
+                    '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: '
+                    'string="(?P<kind>true|false)")?>(?P<value>.*?)'
+                    "</｜DSML｜parameter>"
+                ),
                 "kind_parsers": {"false": {"name": "json", "args": {"allow_non_json": True}}},
             },
             "transform": {
@@ -108,15 +111,6 @@ CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜function_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )
 
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"</think>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile("</｜DSML｜invoke>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
-
 
 def _tool_calls_kind0(raw: Any) -> Any:
     # fields.tool_calls.content_args.kind_parsers.false
@@ -142,7 +136,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -162,7 +158,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -206,16 +204,14 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -225,9 +221,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -45,12 +44,19 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))',
+            "open_pattern": (
+                '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>'
+                '))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))'
+            ),
             "close_pattern": "</｜DSML｜invoke>|/>(?=\\s*(?:<｜DSML｜invoke|</｜DSML｜tool_calls>))",
             "repeats": True,
             "content": "x-xml-inline",
             "content_args": {
-                "tag_pattern": '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>(?P<value>.*?)</｜DSML｜parameter>',
+                "tag_pattern": (
+                    '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: '
+                    'string="(?P<kind>true|false)")?>(?P<value>.*?)'
+                    "</｜DSML｜parameter>"
+                ),
                 "kind_parsers": {"false": {"name": "json", "args": {"allow_non_json": True}}},
             },
             "transform": {
@@ -113,9 +119,6 @@ CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜tool_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )
 
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
-
 
 def _tool_calls_kind0(raw: Any) -> Any:
     # fields.tool_calls.content_args.kind_parsers.false
@@ -141,7 +144,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -162,11 +167,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("/" in text or "<" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("/" in text or "<" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-15:]
@@ -246,9 +249,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

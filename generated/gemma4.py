@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -76,17 +75,8 @@ TOOL_CALLS_CLOSE = "<tool_call|>"
 # fields.tool_calls.content_args.string_delims
 TOOL_CALLS_STRING_DELIMS = (regex.compile('<\\|"\\|>(.*?)<\\|"\\|>', regex.DOTALL),)
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")
-
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"<channel\|>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<tool_call\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile("<\\|channel>thought\\\n|<\\|tool_response>|<turn\\|>|<eos>")
 
 
 class Parser(CompiledParser):
@@ -108,7 +98,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -128,7 +120,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -157,7 +151,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -177,16 +173,14 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -196,10 +190,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
             LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

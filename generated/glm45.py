@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -101,11 +100,8 @@ TOOL_CALLS_TAG_RE = regex.compile(
     r"<arg_key>\s*(?P<key>.*?)\s*</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>", regex.DOTALL
 )
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|observation|>", "<|endoftext|>", "<|user|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|observation\|>|<\|endoftext\|>|<\|user\|>")
 
 
 class Parser(CompiledParser):
@@ -127,7 +123,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -147,7 +145,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -222,7 +222,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE

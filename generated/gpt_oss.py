@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -69,10 +68,10 @@ THINKING_OPEN = "<|channel|>analysis<|message|>"
 # fields.thinking.close
 THINKING_CLOSE = "<|end|>"
 
-# fields.content.open (longest first, as the reference tries them)
+# fields.content.open
 CONTENT_OPEN = ("<|channel|>commentary<|message|>", "<|channel|>final<|message|>")
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|return|>", "<|end|>")
 
 # fields.tool_calls.open_pattern
@@ -89,20 +88,6 @@ TOOL_CALLS_OPEN_PREFIX = "<|channel|>commentary to=functions."
 
 # fields.tool_calls.close
 TOOL_CALLS_CLOSE = "<|call|>"
-
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"<\|end\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|return\|>|<\|end\|>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|call\|>")
-
-# The literals watched in state SINK, searched in one pass.
-_SINK_LITERALS = re.compile(
-    r"<\|channel\|>commentary<\|message\|>|<\|channel\|>analysis<\|message\|>|<\|channel\|>final<\|message\|>"
-)
 
 
 class Parser(CompiledParser):
@@ -124,7 +109,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -144,7 +131,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -164,7 +153,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -189,7 +180,9 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         return []
@@ -198,8 +191,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -207,15 +199,13 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=0),),
-        literals_re=CONTENT_LITERALS,
         plain_pieces=True,
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -226,9 +216,8 @@ class Parser(CompiledParser):
         None,
         literals=(
             LiteralDelimiter(OPEN, "content", CONTENT_OPEN, rank=0, target=CONTENT_STATE),
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=1, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=1, target=THINKING_STATE),
         ),
-        literals_re=_SINK_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

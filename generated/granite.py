@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -73,7 +72,7 @@ THINKING_CLOSE_RE = regex.compile(
 )
 THINKING_CLOSE_PREFIX = ("Here", "<|end_of_text|>", "<")
 
-# fields.tool_calls.open (longest first, as the reference tries them)
+# fields.tool_calls.open
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")
 
 # fields.tool_calls.close
@@ -81,12 +80,6 @@ TOOL_CALLS_CLOSE = "<|end_of_text|>"
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_of_text|>"
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|end_of_text\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|end_of_text\|>|<\|tool_call\|>|<tool_call>")
 
 
 class Parser(CompiledParser):
@@ -108,11 +101,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "H" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "H" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -132,7 +123,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -165,11 +158,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "H" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "H" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -208,8 +199,7 @@ class Parser(CompiledParser):
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -219,9 +209,8 @@ class Parser(CompiledParser):
         "content",
         literals=(
             LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=1, target=TOOL_CALLS_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -65,9 +64,6 @@ TOOL_CALLS_CLOSE_PREFIX = ("<function_call>", "<|endoftext|>")
 # fields.content.close
 CONTENT_CLOSE = "<|endoftext|>"
 
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<function_call>|<\|endoftext\|>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -88,7 +84,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -118,7 +116,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -160,12 +160,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(
-                OPEN, "tool_calls", (TOOL_CALLS_OPEN,), rank=0, target=TOOL_CALLS_STATE
-            ),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
+            LiteralDelimiter(OPEN, "tool_calls", TOOL_CALLS_OPEN, rank=0, target=TOOL_CALLS_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),
         ),
-        literals_re=CONTENT_LITERALS,
         plain_pieces=True,
         feed=_feed_content,
         close=_close_content,

@@ -42,12 +42,19 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": "\\s*(?:<tool_calls(?::[^\\s>]+)?>\\s*)?<tool_call(?::[^\\s>]+)?>\\s*(?P<name>[^\\s<]+)\\s*<tool_sep(?::[^\\s>]+)?>",
+            "open_pattern": (
+                "\\s*(?:<tool_calls(?::[^\\s>]+)?>\\s*)?<tool_call(?::[^\\"
+                "s>]+)?>\\s*(?P<name>[^\\s<]+)\\s*<tool_sep(?::[^\\s>]+)?>"
+            ),
             "close_pattern": "</tool_call(?::[^\\s>]+)?>\\s*",
             "repeats": True,
             "content": "xml-inline",
             "content_args": {
-                "tag_pattern": "<arg_key(?::[^\\s>]+)?>\\s*(?P<key>.*?)\\s*</arg_key(?::[^\\s>]+)?>\\s*<arg_value(?::[^\\s>]+)?>(?P<value>.*?)</arg_value(?::[^\\s>]+)?>"
+                "tag_pattern": (
+                    "<arg_key(?::[^\\s>]+)?>\\s*(?P<key>.*?)\\s*</arg_key(?::[^\\s>]+)?>"
+                    "\\s*<arg_value(?::[^\\s>]+)?>(?P<value>.*?)</arg_value(?::[^\\s>]+)"
+                    "?>"
+                )
             },
             "transform": {
                 "type": "function",
@@ -101,7 +108,11 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_call"
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
-    r"<arg_key(?::[^\s>]+)?>\s*(?P<key>.*?)\s*</arg_key(?::[^\s>]+)?>\s*<arg_value(?::[^\s>]+)?>(?P<value>.*?)</arg_value(?::[^\s>]+)?>",
+    (
+        r"<arg_key(?::[^\s>]+)?>\s*(?P<key>.*?)\s*</arg_key(?::[^\s>]+)"
+        r"?>\s*<arg_value(?::[^\s>]+)?>(?P<value>.*?)</arg_value(?::[^\s"
+        r">]+)?>"
+    ),
     regex.DOTALL,
 )
 
@@ -132,7 +143,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -152,7 +165,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts

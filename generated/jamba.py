@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -71,9 +70,6 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
 # fields.content.close
 CONTENT_CLOSE = "<|eom|>"
 
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|eom\|>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -94,7 +90,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -157,8 +155,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
-        literals_re=CONTENT_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE

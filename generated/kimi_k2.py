@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -44,7 +43,11 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": "\\s*(?:<\\|tool_calls_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>\\s*(?:functions\\.)?(?P<name>[\\w.\\-]+):\\d+\\s*<\\|tool_call_argument_begin\\|>\\s*",
+            "open_pattern": (
+                "\\s*(?:<\\|tool_calls_section_begin\\|>\\s*)?<\\|tool_call_begin\\|>"
+                "\\s*(?:functions\\.)?(?P<name>[\\w.\\-]+):\\d+\\s*<\\|tool_call_argument_begi"
+                "n\\|>\\s*"
+            ),
             "close_pattern": "\\s*<\\|tool_call_end\\|>",
             "repeats": True,
             "content": "json",
@@ -76,7 +79,11 @@ THINKING_CLOSE_PREFIX = ("</think>", "<|tool_calls_section_begin|>")
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|tool_call_argument_begin\|>\s*",
+    (
+        r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>"
+        r"\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|tool_call_argume"
+        r"nt_begin\|>\s*"
+    ),
     regex.DOTALL,
 )
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
@@ -91,7 +98,11 @@ TOOL_CALLS_OPEN_RUNS = (
         r"\s*",
     ),
     HeldRun(
-        r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|tool_call_argument_begin\|>",
+        (
+            r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>"
+            r"\s*(?:functions\.)?(?P<name>[\w.\-]+):\d+\s*<\|"
+            r"tool_call_argument_begin\|>"
+        ),
         r"\s*",
     ),
 )
@@ -103,9 +114,6 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"\s*<\|tool_call_end\|>", regex.DOTALL)
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)", regex.DOTALL)
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<think>")
 
 
 class Parser(CompiledParser):
@@ -127,7 +135,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -200,9 +210,8 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -54,7 +53,12 @@ TEMPLATE: dict[str, Any] = {
             "repeats": True,
             "content": "xml-inline",
             "content_args": {
-                "tag_pattern": '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value><\\|sep\\|>.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument key="(?P<key>[^"]*)" type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>',
+                "tag_pattern": (
+                    '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value>'
+                    "<\\|sep\\|>.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument "
+                    'key="(?P<key>[^"]*)" type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>'
+                    "argument<\\|sep\\|>"
+                ),
                 "value_parser": {
                     "name": "json",
                     "args": {
@@ -83,7 +87,7 @@ THINKING_CLOSE = "<|close|>think<|sep|>"
 # fields.content.open
 CONTENT_OPEN = "<|open|>response<|sep|>"
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|close|>response<|sep|>", "<|close|>message<|sep|>")
 
 # fields.tool_calls.open_pattern
@@ -104,7 +108,11 @@ TOOL_CALLS_CLOSE = "<|close|>call<|sep|>"
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
-    '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value><\\|sep\\|>.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument key="(?P<key>[^"]*)" type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>',
+    (
+        '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value><\\|sep\\|>'
+        '.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument key="(?P<key>[^"]*)" '
+        'type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>'
+    ),
     regex.DOTALL,
 )
 
@@ -112,18 +120,6 @@ TOOL_CALLS_TAG_RE = regex.compile(
 TOOL_CALLS_VALUE_STRING_DELIMS = (
     regex.compile(r"<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>", regex.DOTALL),
 )
-
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile(r"<\|close\|>think<\|sep\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|close\|>response<\|sep\|>|<\|close\|>message<\|sep\|>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|close\|>call<\|sep\|>")
-
-# The literals watched in state SINK, searched in one pass.
-_SINK_LITERALS = re.compile(r"<\|open\|>response<\|sep\|>|<\|open\|>think<\|sep\|>")
 
 
 def _tool_calls_value(raw: Any) -> Any:
@@ -150,7 +146,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -170,7 +168,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -190,7 +190,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -215,7 +217,9 @@ class Parser(CompiledParser):
 
     def _outside_regions(self, text: str) -> list[Event]:
         # Fast path outside any region: text that cannot start a watched delimiter is dropped.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         return []
@@ -224,8 +228,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -233,15 +236,13 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=0),),
-        literals_re=CONTENT_LITERALS,
         plain_pieces=True,
         feed=_feed_content,
         close=_close_content,
     )
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -251,10 +252,9 @@ class Parser(CompiledParser):
     SINK = State(
         None,
         literals=(
-            LiteralDelimiter(OPEN, "content", (CONTENT_OPEN,), rank=0, target=CONTENT_STATE),
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=1, target=THINKING_STATE),
+            LiteralDelimiter(OPEN, "content", CONTENT_OPEN, rank=0, target=CONTENT_STATE),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=1, target=THINKING_STATE),
         ),
-        literals_re=_SINK_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from runtime import (
@@ -48,12 +47,6 @@ THINKING_CLOSE = "◁/think▷"
 # fields.content.close
 CONTENT_CLOSE = "<|im_end|>"
 
-# The literals watched in state THINKING_STATE, searched in one pass.
-THINKING_LITERALS = re.compile("◁/think▷")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile("<\\|im_end\\|>|◁think▷")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -74,7 +67,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("◁" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "◁" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -94,11 +89,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "◁" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "◁" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -118,8 +111,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
-        literals=(LiteralDelimiter(CLOSE, "thinking", (THINKING_CLOSE,), rank=0),),
-        literals_re=THINKING_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -127,10 +119,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),
         ),
-        literals_re=CONTENT_LITERALS,
         plain_pieces=True,
         feed=_feed_content,
         close=_close_content,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -42,7 +41,11 @@ TEMPLATE: dict[str, Any] = {
     "start_anchor": "<|start_header_id|>assistant<|end_header_id|>\n\n",
     "fields": {
         "tool_calls": {
-            "open_pattern": '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>(?&obj))(?(DEFINE)(?P<obj>\\{(?:[^{}"]++|"(?:[^"\\\\]++|\\\\.)*+"|(?&obj))*+\\}))',
+            "open_pattern": (
+                '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>'
+                '(?&obj))(?(DEFINE)(?P<obj>\\{(?:[^{}"]++|"(?:[^"\\\\]++|\\\\.)*+"|(?&obj))'
+                "*+\\}))"
+            ),
             "close_pattern": "\\s*(?:;\\s*)?",
             "content": "text",
             "x-extend": True,
@@ -74,7 +77,11 @@ START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(
-    '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>(?&obj))(?(DEFINE)(?P<obj>\\{(?:[^{}"]++|"(?:[^"\\\\]++|\\\\.)*+"|(?&obj))*+\\}))',
+    (
+        '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>'
+        '(?&obj))(?(DEFINE)(?P<obj>\\{(?:[^{}"]++|"(?:[^"\\\\]++|\\\\.)*+"|(?&obj))'
+        "*+\\}))"
+    ),
     regex.DOTALL,
 )
 
@@ -82,11 +89,8 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"\s*(?:;\s*)?", regex.DOTALL)
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|eot_id|>", "<|eom_id|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|eom_id\|>|<\|eot_id\|>")
 
 
 class Parser(CompiledParser):
@@ -156,7 +160,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, memo=False, target=TOOL_CALLS_STATE

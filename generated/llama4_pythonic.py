@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -75,11 +74,8 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
     r"(?<!\)\]\s*)<\|python_end\|>\s*|(?<=\)\])\s*|(?=<\|eo[tm]\|>)", regex.DOTALL
 )
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|python_end|>", "<|eot|>", "<|eom|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|python_end\|>|<\|eom\|>|<\|eot\|>")
 
 
 class Parser(CompiledParser):
@@ -126,11 +122,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "[" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._append_context(text)
@@ -163,7 +157,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -44,7 +43,11 @@ TEMPLATE: dict[str, Any] = {
             "content": "text",
         },
         "tool_calls": {
-            "open_pattern": "\\[TOOL_CALLS\\](?P<name>[^\\[\\]{}\\s]+)(?:\\[CALL_ID\\][^\\[\\]{}\\s]*)?(?:\\[ARGS\\]|(?=\\{))",
+            "open_pattern": (
+                "\\[TOOL_CALLS\\](?P<name>[^\\[\\]{}\\s]+)"
+                "(?:\\[CALL_ID\\][^\\[\\]{}\\s]*)?(?:\\[ARGS\\]|"
+                "(?=\\{))"
+            ),
             "close_pattern": "</s>|(?=\\[TOOL_CALLS\\])",
             "repeats": True,
             "content": "json",
@@ -87,9 +90,6 @@ TOOL_CALLS_CLOSE_PREFIX = ("</s>", "[TOOL_CALLS]")
 # fields.content.close
 CONTENT_CLOSE = "</s>"
 
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"\[THINK\]|</s>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -110,11 +110,9 @@ class Parser(CompiledParser):
 
     def _feed_thinking(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "[" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -134,11 +132,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "[" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -165,11 +161,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "[" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -227,10 +221,9 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(
-            LiteralDelimiter(OPEN, "thinking", (THINKING_OPEN,), rank=0, target=THINKING_STATE),
-            LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=2),
+            LiteralDelimiter(OPEN, "thinking", THINKING_OPEN, rank=0, target=THINKING_STATE),
+            LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=2),
         ),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

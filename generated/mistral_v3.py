@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -65,12 +64,6 @@ TOOL_CALLS_CLOSE = "</s>"
 # fields.content.close
 CONTENT_CLOSE = "</s>"
 
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"</s>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"</s>")
-
 
 class Parser(CompiledParser):
     """Streaming parser: Parser(prefix).feed(text) / .finalize(), or Parser.parse(text, prefix=...)."""
@@ -91,7 +84,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -124,11 +119,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "[" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -148,8 +141,7 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        literals=(LiteralDelimiter(CLOSE, "tool_calls", (TOOL_CALLS_CLOSE,), rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -157,8 +149,7 @@ class Parser(CompiledParser):
     )
     CONTENT_STATE = State(
         "content",
-        literals=(LiteralDelimiter(CLOSE, "content", (CONTENT_CLOSE,), rank=1),),
-        literals_re=CONTENT_LITERALS,
+        literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -65,17 +64,11 @@ START_ANCHOR = ("<|assistant|>",)
 TOOL_CALLS_OPEN_RE = regex.compile(r"functools(?=\[)", regex.DOTALL)
 TOOL_CALLS_OPEN_PREFIX = "functools"
 
-# fields.tool_calls.close (longest first, as the reference tries them)
+# fields.tool_calls.close
 TOOL_CALLS_CLOSE = ("<|endoftext|>", "<|end|>")
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|endoftext|>", "<|end|>")
-
-# The literals watched in state TOOL_CALLS_STATE, searched in one pass.
-TOOL_CALLS_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|end\|>")
 
 
 class Parser(CompiledParser):
@@ -97,7 +90,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or ("<" in text and self._state.may_start(text)):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -130,11 +125,9 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if (
-            self._pending
-            or not text
-            or (("<" in text or "f" in text) and self._state.may_start(text))
-        ):
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "f" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -158,7 +151,6 @@ class Parser(CompiledParser):
     TOOL_CALLS_STATE = State(
         "tool_calls",
         literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
-        literals_re=TOOL_CALLS_LITERALS,
         plain_pieces=True,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
@@ -167,7 +159,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN,

@@ -12,7 +12,6 @@ loop live in runtime.CompiledParser.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import regex
@@ -75,11 +74,8 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
     r"(?:```|</tool_call>)\s*|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>", regex.DOTALL
 )
 
-# fields.content.close (longest first, as the reference tries them)
+# fields.content.close
 CONTENT_CLOSE = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>")
-
-# The literals watched in state CONTENT_STATE, searched in one pass.
-CONTENT_LITERALS = re.compile(r"<\|endoftext\|>|<\|eot_id\|>|<\|im_end\|>")
 
 
 class Parser(CompiledParser):
@@ -101,7 +97,9 @@ class Parser(CompiledParser):
 
     def _feed_tool_calls(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text or "<" in text or "`" in text:
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text or "`" in text:
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-1:]
@@ -155,7 +153,6 @@ class Parser(CompiledParser):
     CONTENT_STATE = State(
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
-        literals_re=CONTENT_LITERALS,
         patterns=(
             RegexDelimiter(
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE

@@ -33,12 +33,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import generated
@@ -56,54 +54,32 @@ __all__ = [
 
 Tools = Iterable[dict[str, Any] | Callable[..., Any]] | None
 
-# The provenance line of a generated module: "# Source: templates_catalog/x.json (sha256:...)".
-_SOURCE_LINE = re.compile(r"^# Source: .*\(sha256:([0-9a-f]{8,64})\)\s*$", re.MULTILINE)
-_HEADER_CHARS = 4096
-
 _lock = threading.Lock()
-_index: dict[str, list[str]] | None = None  # hash prefix from the header -> module names
+_by_hash: dict[str, str] | None = None  # template hash -> generated module name
 _resolved: dict[str, type[Any]] = {}  # full template hash -> Parser class
 
 
 # -- finding the parser --------------------------------------------------------------
 
 
-def _catalog_index() -> dict[str, list[str]]:
-    """Hash prefix -> generated module names, read from the modules' headers (not imported)."""
-    global _index
-    if _index is None:
-        index: dict[str, list[str]] = {}
-        for directory in generated.__path__:
-            for path in sorted(Path(directory).glob("*.py")):
-                if path.stem.startswith("_"):
-                    continue
-                try:
-                    with path.open(encoding="utf-8") as file:
-                        head = file.read(_HEADER_CHARS)
-                except (OSError, UnicodeDecodeError):
-                    continue
-                match = _SOURCE_LINE.search(head)
-                if match:
-                    index.setdefault(match.group(1), []).append(path.stem)
-        _index = index
-    return _index
+def _catalog_modules() -> dict[str, str]:
+    """Template hash -> the generated module compiled from it, from the package's index
+    (generated.MODULES; an alias's hash maps to the module it re-exports)."""
+    global _by_hash
+    if _by_hash is None:
+        _by_hash = {
+            key: name for name, key in generated.MODULES.items() if name not in generated.ALIASES
+        }
+    return _by_hash
 
 
 def _catalog_parser(key: str) -> type[Any] | None:
-    """The Parser of a generated module compiled from the template with hash `key`, if any.
-
-    The header only holds a prefix of the hash, so a candidate is imported and its TEMPLATE
-    hashed before it is used.
-    """
-    for prefix, names in _catalog_index().items():
-        if not key.startswith(prefix):
-            continue
-        for name in names:
-            module = importlib.import_module(f"{generated.__name__}.{name}")
-            if template_sha256(module.TEMPLATE) == key:
-                parser: type[Any] = module.Parser
-                return parser
-    return None
+    """The Parser of the generated module compiled from the template with hash `key`, if any."""
+    name = _catalog_modules().get(key)
+    if name is None:
+        return None
+    parser: type[Any] = importlib.import_module(f"{generated.__name__}.{name}").Parser
+    return parser
 
 
 def parser_class(template: Any) -> type[Any]:

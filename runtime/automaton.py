@@ -106,7 +106,8 @@ class HeldRun:
 
 
 class LiteralDelimiter:
-    """A delimiter written as one literal or a list of literals (`open` / `close`)."""
+    """A delimiter written as one literal or a list of literals (`open` / `close`); a list
+    comes ordered longest first, as the reference tries them."""
 
     __slots__ = ("kind", "field", "rank", "target", "literals", "can_extend", "longest")
 
@@ -114,7 +115,7 @@ class LiteralDelimiter:
         self,
         kind: int,
         field: str,
-        literals: tuple[str, ...],
+        literals: str | tuple[str, ...],
         *,
         rank: int,
         can_extend: bool = False,
@@ -125,12 +126,13 @@ class LiteralDelimiter:
         self.rank = rank  # position in the state's tie-break order
         self.target = target
         # Longest first, template order among equals: the order in which the reference's
-        # alternation tries them, so the longest literal wins at a shared position.
-        self.literals = literals
+        # alternation tries them, so the longest literal wins at a shared position. One
+        # literal may come as a str, so that a module's constant reads as the template does.
+        self.literals = (literals,) if isinstance(literals, str) else literals
         # True when one literal is a proper prefix of another: a complete match that ends
         # at the buffer edge could then still grow, so it stays pending.
         self.can_extend = can_extend
-        self.longest = max(len(literal) for literal in literals)
+        self.longest = max(len(literal) for literal in self.literals)
 
     def match_at(self, buf: str, index: int) -> int:
         """End of the longest of these literals found at `index`, or -1."""
@@ -304,7 +306,8 @@ class State:
 
     `field` is None for the null sink (templates without an implicit field). `literals`
     and `patterns` are the watched delimiters; `literals_re` is one alternation over all
-    the literals; `may_start` tells whether a delimiter can begin in some text at all.
+    the literals (built from them unless given); `may_start` tells whether a delimiter can
+    begin in some text at all.
     `feed` is the generated fast path for this state, or None when every chunk must be
     scanned; `close` the generated method that parses, stores and reports the region's
     value.
@@ -351,6 +354,14 @@ class State:
         self.dirty = dirty
         self.implicit = implicit
         self.literals = literals  # in rank order
+        # One alternation over every watched literal, longest first (only the positions of
+        # its matches are used). Derived here, not written into the generated module, so
+        # that a template's literal is spelled once in its module.
+        if literals_re is None and literals:
+            texts = {literal for delim in literals for literal in delim.literals}
+            literals_re = re.compile(
+                "|".join(re.escape(text) for text in sorted(texts, key=lambda t: (-len(t), t)))
+            )
         self.literals_re = literals_re
         # The first character all watched literals share, if they share one.
         leads = {literal[0] for delim in literals for literal in delim.literals}

@@ -101,6 +101,8 @@ def watch_sets(draw: Any) -> list[tuple[int, str, Any, Delimiter]]:
 
 
 def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
+    """The State a generated module declares: a single literal as a str, and the literal
+    alternation left for State to build."""
     literals, patterns = [], []
     for rank, (kind, name, _, spec) in enumerate(watched):
         if spec.literals is not None:
@@ -108,7 +110,7 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                 LiteralDelimiter(
                     kind,
                     name,
-                    spec.ordered,
+                    spec.ordered[0] if len(spec.ordered) == 1 else spec.ordered,
                     rank=rank,
                     can_extend=spec.can_extend,
                 )
@@ -125,16 +127,9 @@ def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
                     memo=prof.analysed,
                 )
             )
-    every = {literal for delim in literals for literal in delim.literals}
-    literals_re = (
-        re.compile("|".join(re.escape(s) for s in sorted(every, key=len, reverse=True)))
-        if every
-        else None
-    )
     return State(
         "f",
         literals=tuple(literals),
-        literals_re=literals_re,
         patterns=tuple(patterns),
         feed=None,
         close=None,
@@ -180,6 +175,30 @@ def test_partial_search_prefers_the_complete_match(pattern: str, buf: str, data:
     else:
         assert partial is not None and not partial.partial
         assert (partial.span(), partial.groupdict()) == (plain.span(), plain.groupdict())
+
+
+def test_a_single_literal_may_be_given_as_a_str() -> None:
+    single = LiteralDelimiter(OPEN, "f", "<tool_call>", rank=0)
+    listed = LiteralDelimiter(OPEN, "f", ("<tool_call>",), rank=0)
+    assert single.literals == listed.literals == ("<tool_call>",)
+    assert single.longest == listed.longest == len("<tool_call>")
+    state = State("f", literals=(single,), feed=None, close=None)
+    assert state.literal_reach == len("<tool_call>") - 1  # how far back a partial one starts
+    assert state.literals_re.pattern == re.escape("<tool_call>")
+
+
+def test_the_literal_alternation_tries_longer_literals_first() -> None:
+    state = State(
+        "f",
+        literals=(
+            LiteralDelimiter(OPEN, "a", "<a", rank=0),
+            LiteralDelimiter(CLOSE, "b", ("<ab>", "<a|"), rank=1),
+        ),
+        feed=None,
+        close=None,
+    )
+    assert state.literals_re.pattern == "|".join(map(re.escape, ["<ab>", "<a|", "<a"]))
+    assert state.literals_re.search("x<ab>").group() == "<ab>"
 
 
 @given(

@@ -1,7 +1,10 @@
-"""generated/ must be exactly what a fresh build of the catalog produces."""
+"""generated/ must be exactly what a fresh build of the catalog produces; its index
+(generated.MODULES, generated.ALIASES) says which module parses which template."""
 
 from __future__ import annotations
 
+import importlib
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +12,9 @@ from typing import Any
 
 import pytest
 
+import generated
 from compiler import catalog
+from compiler.spec import template_sha256
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -71,3 +76,59 @@ def test_compile_writes_only_what_changed(tmp_path: Path) -> None:
     (root / "generated" / "smollm3.py").write_text("stale\n")
     assert catalog.write(catalog.build_all(root), root) == [Path("generated/smollm3.py")]
     assert catalog.check(root) == []
+
+
+def test_the_index_lists_every_module_and_its_template_hash() -> None:
+    hashes = {
+        name: template_sha256(catalog.load_entry(name).data["response_template"])
+        for name in catalog.entry_names()
+    }
+    assert generated.MODULES == hashes
+    assert all(len(key) == 64 for key in generated.MODULES.values())  # the full hex digest
+
+
+def test_identical_templates_are_one_module_and_aliases() -> None:
+    # Every group of entries with one hash has exactly one compiled module, the first by name.
+    groups: dict[str, list[str]] = {}
+    for name, key in sorted(generated.MODULES.items()):
+        groups.setdefault(key, []).append(name)
+    expected = {name: names[0] for names in groups.values() for name in names[1:]}
+    assert generated.ALIASES == expected
+    assert {"glm47": "glm45", "step3p5": "qwen3_coder"}.items() <= expected.items()
+    for alias, canonical in generated.ALIASES.items():
+        assert canonical not in generated.ALIASES
+        module = importlib.import_module(f"generated.{alias}")
+        target = importlib.import_module(f"generated.{canonical}")
+        assert module.Parser is target.Parser and module.TEMPLATE is target.TEMPLATE
+        source = (catalog.ROOT / "generated" / f"{alias}.py").read_text(encoding="utf-8")
+        assert f"templates_catalog/{alias}.json" in source
+        assert f"templates_catalog/{canonical}.json" in source
+        assert len(source.splitlines()) < 15
+
+
+def test_check_reports_an_alias_compiled_in_full(tmp_path: Path) -> None:
+    root = _copy_project(tmp_path)
+    full = (root / "generated" / "glm45.py").read_text(encoding="utf-8")
+    (root / "generated" / "glm47.py").write_text(full.replace("glm45", "glm47"))
+    assert catalog.check(root) == [
+        "generated/glm47.py: differs from a fresh build (run make compile-all)"
+    ]
+
+
+def test_a_template_that_diverges_gets_its_own_module_and_index_entry(tmp_path: Path) -> None:
+    root = _copy_project(tmp_path)
+    path = root / catalog.CATALOG / "glm47.json"
+    entry = json.loads(path.read_text(encoding="utf-8"))
+    entry["response_template"]["fields"]["content"] = {"content": "text"}
+    path.write_text(json.dumps(entry), encoding="utf-8")
+    problems = catalog.check(root)
+    assert problems == [
+        "generated/__init__.py: differs from a fresh build (run make compile-all)",
+        "generated/glm47.py: differs from a fresh build (run make compile-all)",
+    ]
+    files = catalog.build_all(root)
+    index = files[Path("generated/__init__.py")]
+    assert '"glm47": "glm45"' not in index and '"step3p5": "qwen3_coder"' in index
+    assert f'"glm47": "{template_sha256(entry["response_template"])}"' in index
+    assert "class Parser(" in files[Path("generated/glm47.py")]
+    assert catalog.build_module("glm47", root) == files[Path("generated/glm47.py")]
