@@ -41,6 +41,9 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
+# Start positions tried one match attempt at a time, when only those can matter, before
+# one partial search over the rest of the buffer is cheaper (RegexDelimiter.partial).
+ATTEMPTS = 32
 
 
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
@@ -75,6 +78,24 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
             return index
         index = text.find(lead, index + 1)
     return -1
+
+
+def _without_required_literal(pattern: Any) -> Any:
+    """`pattern` or`(?:pattern)|(?!)`: see RegexDelimiter.attempts. The pattern itself when
+    wrapping could change anything (a verbose pattern's trailing comment would swallow
+    the added text; any change of flags or groups)."""
+    if pattern.flags & regex.VERBOSE:
+        return pattern
+    try:
+        wrapped = regex.compile(f"(?:{pattern.pattern})|(?!)", pattern.flags)
+    except regex.error:
+        return pattern
+    same = (wrapped.flags, wrapped.groups, wrapped.groupindex) == (
+        pattern.flags,
+        pattern.groups,
+        pattern.groupindex,
+    )
+    return wrapped if same else pattern
 
 
 class HeldRun:
@@ -163,6 +184,7 @@ class RegexDelimiter:
         "prefix",
         "memo",
         "runs",
+        "_attempts",
     )
 
     def __init__(
@@ -185,6 +207,25 @@ class RegexDelimiter:
         self.prefix = prefix
         self.memo = memo
         self.runs = runs  # how a held match can wait (see `waits`)
+        self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
+
+    @property
+    def attempts(self) -> Any:
+        """The pattern for partial searches: the same pattern, made to try its match at each
+        start position without first scanning the rest of the buffer.
+
+        `regex` checks that a required literal occurs ahead before it tries a match; when
+        the literal is absent, a plain search stops at once, but a partial one (where a
+        missing literal may yet arrive) rescans the rest of the buffer at every start
+        position: quadratic, 1.3 s on 160K characters for a `\\s*<tool>`-led pattern. An
+        alternative that never matches, `(?!)`, takes the required literal away and changes
+        no match, partial or complete (tests/test_automaton.py checks this); compiled on
+        first use, so that importing a parser compiles nothing more.
+        """
+        attempts = self._attempts
+        if attempts is None:
+            attempts = self._attempts = _without_required_literal(self.pattern)
+        return attempts
 
     def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
         """(start, end, pending, match) of the next match, partial ones included unless at
@@ -223,18 +264,66 @@ class RegexDelimiter:
             return start, end, not eos and end == len(buf), match
         if eos:
             return None
+        if self.memo and not prefix:
+            return self.partial(buf, pos, limit)
+        return self._partial_search(buf, pos)
+
+    def partial(self, buf: str, pos: int, limit: int) -> Any:
+        """For a pattern with no complete match at or after `pos`: (start, end, True, match)
+        of its leftmost partial match, or None if there is none; or, when none starts at or
+        before `limit`, possibly just `limit` (an int: no partial match starts up to there,
+        and none is complete, which the caller may remember for later positions).
+
+        A few start positions are tried one by one, each a single match attempt; a longer
+        stretch takes one partial search, linear in the rest of the buffer.
+        """
+        if limit - pos >= ATTEMPTS:
+            return self._partial_search(buf, pos)
+        attempts = self.attempts
+        size = len(buf)
+        for start in range(pos, min(limit, size) + 1):
+            if start == size:
+                match = self._partial_at_end(buf)
+                return limit if match is None else (size, size, True, match)
+            timeout = errors.regex_timeout(size - start)
+            try:
+                match = attempts.match(buf, start, partial=True, timeout=timeout, concurrent=True)
+            except TimeoutError:
+                match = errors.search_bounded(
+                    lambda wall, start=start: attempts.match(
+                        buf, start, partial=True, timeout=wall, concurrent=True
+                    ),
+                    self._where(),
+                    size - start,
+                )
+            if match is not None:
+                return start, match.end(), True, match
+        return limit
+
+    def _partial_search(self, buf: str, pos: int) -> Any:
+        """(start, end, True, match) of the leftmost partial match at or after `pos`, or None."""
+        attempts = self.attempts
+        timeout = errors.regex_timeout(len(buf) - pos)
         try:
-            match = pattern.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
+            match = attempts.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
         except TimeoutError:
             match = errors.search_bounded(
-                lambda wall: pattern.search(buf, pos, partial=True, timeout=wall, concurrent=True),
+                lambda wall: attempts.search(buf, pos, partial=True, timeout=wall, concurrent=True),
                 self._where(),
                 len(buf) - pos,
             )
         if match is None:
-            return None
+            match = self._partial_at_end(buf)
+            if match is None:
+                return None
         start, end = match.span()
         return start, end, True, match
+
+    def _partial_at_end(self, buf: str) -> Any:
+        """The original pattern's attempt at the end of the buffer: the one place where it
+        and `attempts` differ, `regex` reporting an empty partial match there for some
+        patterns that start with a look-behind or `\\b`, which `attempts` does not."""
+        return self.pattern.match(buf, len(buf), partial=True)
 
     def waits(self, buf: str, hold: int) -> HeldRun | None:
         """How this delimiter's match at `hold` can only change when some text arrives.
@@ -400,14 +489,21 @@ class State:
                         best = (found, end, delim, None)
 
         for pattern in self.patterns:
+            # A match starting after the best one so far, or after held-back text, cannot
+            # change this step.
+            limit = hold if best is None or hold < best[0] else best[0]
             hit = memo.get(pattern, _UNSEEN) if pattern.memo else _UNSEEN
-            if hit is _UNSEEN or (hit is not None and hit[0] < pos):
-                # A match starting after the best one so far cannot change this step.
-                hit = pattern.search(buf, pos, eos, size if best is None else best[0])
+            if hit.__class__ is int:
+                # No complete match is left, and no partial one starts up to `hit`.
+                if hit >= limit:
+                    continue
+                hit = memo[pattern] = pattern.partial(buf, max(pos, hit + 1), limit)
+            elif hit is _UNSEEN or (hit is not None and hit[0] < pos):
+                hit = pattern.search(buf, pos, eos, limit)
                 if hit is IRRELEVANT:
                     continue
                 memo[pattern] = hit
-            if hit is None:
+            if hit is None or hit.__class__ is int:
                 continue
             start, end, pending, match = hit
             if pending:

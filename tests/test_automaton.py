@@ -177,3 +177,47 @@ def test_partial_search_prefers_the_complete_match(pattern: str, buf: str, data:
     else:
         assert partial is not None and not partial.partial
         assert (partial.span(), partial.groupdict()) == (plain.span(), plain.groupdict())
+
+
+ATTEMPT_PATTERNS = [
+    *PATTERNS,
+    r"a.*?b",
+    r"(a|ab)(c|bcd)(d*)",
+    r"\s*<t>",
+    r"\s*(?:<a>\s*)?<b>\s*(?P<n>[^\s`<]+)\s*```",
+    r"\s*(?:<\|c\||<1>)",
+    r"(?:<a>)?[^<]*<k>",
+    r"(?P<x>a+)b?",
+    r"(?<=a)\s*<t>",
+]
+
+
+@given(
+    pattern=st.sampled_from(ATTEMPT_PATTERNS),
+    buf=st.text(BUFFER_ALPHABET + "<>`t", max_size=12),
+    data=st.data(),
+)
+def test_partial_searches_find_the_original_patterns_match(
+    pattern: str, buf: str, data: Any
+) -> None:
+    """RegexDelimiter's partial searches run `attempts`, the pattern with a never-matching
+    alternative (so that `regex` does not rescan the buffer for a required literal at every
+    start position). They must find what a partial search of the pattern itself finds:
+    the leftmost partial match, or, from `partial`, also the promise that none starts up
+    to the limit."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(CLOSE, "f", compiled, rank=0)
+    assert delimiter.attempts is not compiled, "the wrapped pattern compiles for every pattern here"
+    pos = data.draw(st.integers(0, len(buf)))
+    if compiled.search(buf, pos) is not None:
+        return  # partial searches only run when no complete match is left
+    expected = compiled.search(buf, pos, partial=True)
+    expected_hit = None if expected is None else (*expected.span(), True)
+    found = delimiter._partial_search(buf, pos)
+    assert (None if found is None else found[:3]) == expected_hit
+    limit = data.draw(st.integers(pos, len(buf)))
+    bounded = delimiter.partial(buf, pos, limit)
+    if isinstance(bounded, int):
+        assert bounded == limit and (expected is None or expected.start() > limit)
+    else:
+        assert (None if bounded is None else bounded[:3]) == expected_hit
