@@ -149,14 +149,20 @@ def main() -> int:
     options.add_argument("entries", nargs="*", help="catalog entries (default: all)")
     args = options.parse_args()
     sizes = (SMALL, DOUBLE) if args.quick else (SMALL, DOUBLE, LARGE)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
     for name in args.entries or entry_names():
         by_workload: dict[str, dict[int, tuple[str, str]]] = {}
         for size in sizes:
             for workload, prefix, text in outputs(name, size):
                 by_workload.setdefault(workload, {})[size] = (prefix, text)
         for workload, texts in by_workload.items():
-            rows.append(row(name, workload, texts))
+            try:
+                rows.append(row(name, workload, texts))
+            except Exception as error:  # a row that fails says so, and the others still run
+                print(f"{name:15} {workload:19} FAILED: {type(error).__name__}: {error}")
+                failures.append({"entry": name, "workload": workload, "error": repr(error)})
+                continue
             item = rows[-1]
             large = item["growth_large"]
             versus = (
@@ -198,6 +204,8 @@ def main() -> int:
                     f"{item['growth_large']:.2f}",
                 )
             )
+    for failure in failures:
+        checks.append((f"{failure['entry']} {failure['workload']}: runs", False, failure["error"]))
     failed = [check for check in checks if not check[1]]
     for name, _ok, detail in failed:
         print(f"FAIL  {name}: {detail}")

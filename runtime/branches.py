@@ -1,0 +1,185 @@
+"""Plain searches for delimiter patterns that the `regex` engine scans slowly.
+
+`regex` skips ahead quickly when every match holds one required literal, but a pattern
+that starts with `\\s*`, or alternates branches, leaves it trying a match at every
+position: some 50 ns a character, 4 ms over 80K characters of reasoning, and the
+reference interpreter pays the same. `Branches` finds the same match from fast searches:
+
+- the pattern is split at its top-level `|` into branches, each searched on its own; the
+  leftmost start wins, the earlier branch at an equal start (as the alternation tries them);
+- a branch written `\\s*REST`, where REST can neither match empty nor begin with a
+  whitespace character, matches where REST matches, extended left over the run of
+  whitespace before it: `\\s*` is greedy and cannot give characters back to REST, so the
+  leftmost match of the branch starts at the whitespace run before REST's leftmost match.
+
+Only the match's span and named groups are used by the parser (`groupdict`), and both are
+the same. Any pattern outside what this reads safely (flags in the pattern, look-behind or
+anchors near a split, back-references, verbose or ASCII patterns, ...) gets None from
+`split`, and is searched as it is. tests/test_automaton.py checks the equivalence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+_LEAD = "\\s*"
+# Inside REST, these could make the text before it matter, or are not read here.
+_UNSAFE = ("(?<", "\\b", "\\B", "\\A", "\\G", "\\Z", "\\z", "(?|", "(?P=", "(?(", "(?&", "(?R")
+# Group openers that do not change flags ((?: (?P< (?= (?! (?> and named (?<name>).
+_GROUP_KINDS = (":", "P<", "=", "!", ">")
+
+_whitespace: frozenset[str] | None = None
+
+
+def _whitespace_chars() -> frozenset[str]:
+    """The characters `\\s` matches (Unicode), computed once, on first use."""
+    global _whitespace
+    if _whitespace is None:
+        _whitespace = frozenset(regex.findall(r"\s", "".join(map(chr, range(0x10000)))))
+    return _whitespace
+
+
+def _top_level_branches(source: str) -> list[str] | None:
+    """`source` split at its top-level `|`; None if it holds what is not read here."""
+    branches = []
+    depth = 0
+    start = 0
+    index = 0
+    size = len(source)
+    while index < size:
+        char = source[index]
+        if char == "\\":
+            if index + 1 < size and (source[index + 1].isdigit() or source[index + 1] == "g"):
+                return None  # a back-reference
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(source, index)
+            if index < 0:
+                return None
+            continue
+        if char == "(":
+            if source.startswith("(?", index):
+                kind = source[index + 2 : index + 4]
+                named = kind[:1] == "<" and kind[1:2] not in ("=", "!")
+                if not (named or kind.startswith(_GROUP_KINDS)):
+                    return None  # inline flags, conditionals, comments, ...
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            branches.append(source[start:index])
+            start = index + 1
+        index += 1
+    if depth != 0:
+        return None
+    branches.append(source[start:])
+    return branches
+
+
+def _class_end(source: str, index: int) -> int:
+    """Index just after the character class opening at `index`, or -1 (nested sets)."""
+    index += 1
+    if source.startswith("^", index):
+        index += 1
+    if source.startswith("]", index):
+        index += 1
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            return -1  # a nested set (regex's V1 syntax) or a POSIX class
+        if char == "]":
+            return index + 1
+        index += 1
+    return -1
+
+
+def _without_classes(source: str) -> str:
+    """`source` with its character classes removed (for the _UNSAFE test)."""
+    out = []
+    index = 0
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            out.append(source[index : index + 2])
+            index += 2
+        elif char == "[":
+            end = _class_end(source, index)
+            index = len(source) if end < 0 else end
+        else:
+            out.append(char)
+            index += 1
+    return "".join(out)
+
+
+class Branches:
+    """A split pattern: (leading `\\s*`?, compiled rest) per top-level branch, in order."""
+
+    __slots__ = ("parts", "whitespace")
+
+    def __init__(self, parts: list[tuple[bool, Any]]) -> None:
+        self.parts = parts
+        self.whitespace = _whitespace_chars() if any(lead for lead, _ in parts) else frozenset()
+
+    def search(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
+        """(start, end, match with the pattern's named groups) of the leftmost match at or
+        after `pos`, as the whole pattern's search finds it; None if there is none."""
+        best: tuple[int, int, Any] | None = None
+        for lead, rest in self.parts:
+            match = rest.search(buf, pos, timeout=timeout, concurrent=True)
+            if match is None:
+                continue
+            start = match.start()
+            if lead:
+                whitespace = self.whitespace
+                while start > pos and buf[start - 1] in whitespace:
+                    start -= 1
+            if best is None or start < best[0]:
+                best = (start, match.end(), match)
+        return best
+
+
+def split(pattern: Any) -> Branches | None:
+    """A faster way to search `pattern` (see the module docstring), or None."""
+    if pattern.flags & (regex.VERBOSE | regex.ASCII | regex.VERSION1):
+        return None
+    branches = _top_level_branches(pattern.pattern)
+    if branches is None:
+        return None
+    parts: list[tuple[bool, Any]] = []
+    for branch in branches:
+        lead = branch.startswith(_LEAD) and branch[len(_LEAD) : len(_LEAD) + 1] not in (
+            "?",
+            "+",
+            "*",
+            "{",
+        )
+        rest = branch[len(_LEAD) :] if lead else branch
+        try:
+            compiled = regex.compile(rest, pattern.flags)
+        except regex.error:
+            return None
+        if compiled.flags != pattern.flags:
+            return None
+        if lead and not _starts_without_space(rest, compiled):
+            return None
+        parts.append((lead, compiled))
+    if len(parts) == 1 and not parts[0][0]:
+        return None  # nothing to gain: the pattern itself
+    return Branches(parts)
+
+
+def _starts_without_space(source: str, compiled: Any) -> bool:
+    """Whether REST can neither match empty nor begin with a whitespace character, judged
+    from the text alone (nothing before it may matter: no look-behind or anchor)."""
+    bare = _without_classes(source)
+    if any(unsafe in bare for unsafe in _UNSAFE) or "^" in bare or "$" in bare:
+        return False
+    if compiled.match("") is not None:
+        return False
+    return all(compiled.match(char, partial=True) is None for char in _whitespace_chars())
