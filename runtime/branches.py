@@ -24,11 +24,18 @@ from typing import Any
 
 import regex
 
+from . import automaton  # find_literal (automaton imports this module: used at call time)
+
 _LEAD = "\\s*"
 # Inside REST, these could make the text before it matter, or are not read here.
 _UNSAFE = ("(?<", "\\b", "\\B", "\\A", "\\G", "\\Z", "\\z", "(?|", "(?P=", "(?(", "(?&", "(?R")
 # Group openers that do not change flags ((?: (?P< (?= (?! (?> and named (?<name>).
 _GROUP_KINDS = (":", "P<", "=", "!", ">")
+
+_META = frozenset(".^$*+?{}[]|()")
+_QUANTIFIERS = ("?", "*", "+", "{")
+# Places of a branch's literal tried one match attempt each, before one regex search.
+CANDIDATES = 8
 
 _whitespace: frozenset[str] | None = None
 
@@ -51,8 +58,8 @@ def _top_level_branches(source: str) -> list[str] | None:
     while index < size:
         char = source[index]
         if char == "\\":
-            if index + 1 < size and (source[index + 1].isdigit() or source[index + 1] == "g"):
-                return None  # a back-reference
+            if index + 1 < size and (source[index + 1].isdigit() or source[index + 1] in "gG"):
+                return None  # a back-reference, or \G (where the search started)
             index += 2
             continue
         if char == "[":
@@ -117,21 +124,88 @@ def _without_classes(source: str) -> str:
     return "".join(out)
 
 
+def _literal_prefix(source: str) -> str:
+    """Text every match of `source` (one branch, no flags) starts with, or starts before
+    (a leading look-ahead's text: the match sits where it occurs); "" if none is known."""
+    if source.startswith("(?="):
+        end = _group_close(source, 0)
+        body = source[3:end] if end > 0 else ""
+        branches = _top_level_branches(body)
+        if branches is None or len(branches) != 1:
+            return ""
+        source = body
+    out = []
+    index = 0
+    while index < len(source):
+        char = source[index]
+        step = 1
+        if char == "\\":
+            char = source[index + 1 : index + 2]
+            if not char or char.isalnum() or char == "_":
+                break  # a class (\s, \d, ...), an escape or a reference
+            step = 2
+        elif char in _META:
+            break
+        if source[index + step : index + step + 1] in _QUANTIFIERS:
+            break  # this character is repeated or optional
+        out.append(char)
+        index += step
+    return "".join(out)
+
+
+def _group_close(source: str, index: int) -> int:
+    """Index of the `)` closing the group that opens at `index`, or -1."""
+    depth = 0
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "[":
+            index = _class_end(source, index)
+            if index < 0:
+                return -1
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        index += 1
+    return -1
+
+
 class Branches:
-    """A split pattern: (leading `\\s*`?, compiled rest) per top-level branch, in order."""
+    """A split pattern: per top-level branch, in order, whether it leads with `\\s*`, its
+    rest compiled, that rest made to attempt single matches cheaply (see
+    RegexDelimiter.attempts), and the literal every match of the rest starts with."""
 
     __slots__ = ("parts", "whitespace")
 
-    def __init__(self, parts: list[tuple[bool, Any]]) -> None:
+    def __init__(self, parts: list[tuple[bool, Any, Any, str]]) -> None:
         self.parts = parts
-        self.whitespace = _whitespace_chars() if any(lead for lead, _ in parts) else frozenset()
+        self.whitespace = _whitespace_chars() if any(part[0] for part in parts) else frozenset()
 
     def search(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
         """(start, end, match with the pattern's named groups) of the leftmost match at or
         after `pos`, as the whole pattern's search finds it; None if there is none."""
         best: tuple[int, int, Any] | None = None
-        for lead, rest in self.parts:
-            match = rest.search(buf, pos, timeout=timeout, concurrent=True)
+        size = len(buf)
+        for lead, rest, attempt, literal in self.parts:
+            match = None
+            at = pos
+            if literal:  # memchr to each place the literal occurs, one attempt there
+                for _ in range(CANDIDATES):
+                    at = automaton.find_literal(buf, literal, at, size)
+                    if at == -1:
+                        break
+                    match = attempt.match(buf, at, timeout=timeout, concurrent=True)
+                    if match is not None:
+                        break
+                    at += 1
+            if match is None and at != -1:
+                match = rest.search(buf, at, timeout=timeout, concurrent=True)
             if match is None:
                 continue
             start = match.start()
@@ -151,7 +225,7 @@ def split(pattern: Any) -> Branches | None:
     branches = _top_level_branches(pattern.pattern)
     if branches is None:
         return None
-    parts: list[tuple[bool, Any]] = []
+    parts: list[tuple[bool, Any, Any, str]] = []
     for branch in branches:
         lead = branch.startswith(_LEAD) and branch[len(_LEAD) : len(_LEAD) + 1] not in (
             "?",
@@ -168,8 +242,10 @@ def split(pattern: Any) -> Branches | None:
             return None
         if lead and not _starts_without_space(rest, compiled):
             return None
-        parts.append((lead, compiled))
-    if len(parts) == 1 and not parts[0][0]:
+        literal = "" if pattern.flags & regex.IGNORECASE else _literal_prefix(rest)
+        attempt = regex.compile(f"(?:{rest})|(?!)", pattern.flags) if literal else compiled
+        parts.append((lead, compiled, attempt, literal))
+    if len(parts) == 1 and not parts[0][0] and not parts[0][3]:
         return None  # nothing to gain: the pattern itself
     return Branches(parts)
 
