@@ -92,6 +92,11 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
     return -1
 
 
+def _attempt_at(attempts: Any, buf: str, start: int) -> Callable[[float], Any]:
+    """A partial match attempt at `start`, given its time limit (errors.search_bounded)."""
+    return lambda wall: attempts.match(buf, start, partial=True, timeout=wall, concurrent=True)
+
+
 def _without_required_literal(pattern: Any) -> Any:
     """`pattern` or`(?:pattern)|(?!)`: see RegexDelimiter.attempts. The pattern itself when
     wrapping could change anything (a verbose pattern's trailing comment would swallow
@@ -322,11 +327,7 @@ class RegexDelimiter:
                 match = attempts.match(buf, start, partial=True, timeout=timeout, concurrent=True)
             except TimeoutError:
                 match = errors.search_bounded(
-                    lambda wall, start=start: attempts.match(
-                        buf, start, partial=True, timeout=wall, concurrent=True
-                    ),
-                    self._where(),
-                    size - start,
+                    _attempt_at(attempts, buf, start), self._where(), size - start
                 )
             if match is not None:
                 return start, match.end(), True, match

@@ -7,15 +7,19 @@ reference interpreter pays the same. `Branches` finds the same match from fast s
 
 - the pattern is split at its top-level `|` into branches, each searched on its own; the
   leftmost start wins, the earlier branch at an equal start (as the alternation tries them);
-- a branch written `\\s*REST`, where REST can neither match empty nor begin with a
-  whitespace character, matches where REST matches, extended left over the run of
-  whitespace before it: `\\s*` is greedy and cannot give characters back to REST, so the
-  leftmost match of the branch starts at the whitespace run before REST's leftmost match.
+- a branch written `\\s*REST` (or `\\n?REST`, `" *REST"`: one class, `*` or `?`), where
+  REST can neither match empty nor begin with a character of that class, matches where
+  REST matches, extended left over the run of those characters before it: the repeat is
+  greedy and cannot give characters back to REST, so the leftmost match of the branch
+  starts at the run before REST's leftmost match;
+- a branch (or REST) that starts with a literal, or with a look-ahead for one, can only
+  match where the literal occurs: `str.find` (a memchr) goes there, and one match attempt
+  is made at each place; one non-capturing group around the whole pattern is looked into.
 
 Only the match's span and named groups are used by the parser (`groupdict`), and both are
 the same. Any pattern outside what this reads safely (flags in the pattern, look-behind or
 anchors near a split, back-references, verbose or ASCII patterns, ...) gets None from
-`split`, and is searched as it is. tests/test_automaton.py checks the equivalence.
+`split`, and is searched as it is. tests/test_branches.py checks the equivalence.
 """
 
 from __future__ import annotations
@@ -26,7 +30,13 @@ import regex
 
 from . import automaton  # find_literal (automaton imports this module: used at call time)
 
-_LEAD = "\\s*"
+# Leading classes read (each followed by `*` or `?`), and the characters each matches.
+_LEADS: tuple[tuple[str, Any], ...] = (
+    ("\\s", lambda: _whitespace_chars()),
+    ("\\n", frozenset("\n")),
+    ("\\t", frozenset("\t")),
+    (" ", frozenset(" ")),
+)
 # Inside REST, these could make the text before it matter, or are not read here.
 _UNSAFE = ("(?<", "\\b", "\\B", "\\A", "\\G", "\\Z", "\\z", "(?|", "(?P=", "(?(", "(?&", "(?R")
 # Group openers that do not change flags ((?: (?P< (?= (?! (?> and named (?<name>).
@@ -177,22 +187,22 @@ def _group_close(source: str, index: int) -> int:
 
 
 class Branches:
-    """A split pattern: per top-level branch, in order, whether it leads with `\\s*`, its
-    rest compiled, that rest made to attempt single matches cheaply (see
-    RegexDelimiter.attempts), and the literal every match of the rest starts with."""
+    """A split pattern: per top-level branch, in order, the characters of its lead and the
+    most of them it takes (0: no lead), its rest compiled, that rest made to attempt single
+    matches cheaply (see RegexDelimiter.attempts), and the literal every match of the rest
+    starts with ("" if none is known)."""
 
-    __slots__ = ("parts", "whitespace")
+    __slots__ = ("parts",)
 
-    def __init__(self, parts: list[tuple[bool, Any, Any, str]]) -> None:
+    def __init__(self, parts: list[tuple[frozenset[str], int, Any, Any, str]]) -> None:
         self.parts = parts
-        self.whitespace = _whitespace_chars() if any(part[0] for part in parts) else frozenset()
 
     def search(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
         """(start, end, match with the pattern's named groups) of the leftmost match at or
         after `pos`, as the whole pattern's search finds it; None if there is none."""
         best: tuple[int, int, Any] | None = None
         size = len(buf)
-        for lead, rest, attempt, literal in self.parts:
+        for chars, most, rest, attempt, literal in self.parts:
             match = None
             at = pos
             if literal:  # memchr to each place the literal occurs, one attempt there
@@ -209,53 +219,68 @@ class Branches:
             if match is None:
                 continue
             start = match.start()
-            if lead:
-                whitespace = self.whitespace
-                while start > pos and buf[start - 1] in whitespace:
+            if most:  # the lead takes what of its characters lie before REST's match
+                stop = max(pos, start - most)
+                while start > stop and buf[start - 1] in chars:
                     start -= 1
             if best is None or start < best[0]:
                 best = (start, match.end(), match)
         return best
 
 
+def _lead(branch: str) -> tuple[frozenset[str], int, str] | None:
+    """A branch's leading optional repeat of one character class, as (the characters, the
+    most it takes, the rest of the branch); None if it has none."""
+    for token, chars in _LEADS:
+        if branch.startswith(token):
+            quantifier = branch[len(token) : len(token) + 1]
+            if quantifier in ("*", "?") and branch[len(token) + 1 : len(token) + 2] not in (
+                "?",
+                "+",
+                "*",
+                "{",
+            ):
+                most = 1 if quantifier == "?" else 1 << 62
+                return chars() if callable(chars) else chars, most, branch[len(token) + 1 :]
+    return None
+
+
 def split(pattern: Any) -> Branches | None:
     """A faster way to search `pattern` (see the module docstring), or None."""
     if pattern.flags & (regex.VERBOSE | regex.ASCII | regex.VERSION1):
         return None
-    branches = _top_level_branches(pattern.pattern)
+    source = pattern.pattern
+    if source.startswith("(?:") and _group_close(source, 0) == len(source) - 1:
+        source = source[3:-1]  # one non-capturing group around it all
+    branches = _top_level_branches(source)
     if branches is None:
         return None
-    parts: list[tuple[bool, Any, Any, str]] = []
+    parts: list[tuple[frozenset[str], int, Any, Any, str]] = []
     for branch in branches:
-        lead = branch.startswith(_LEAD) and branch[len(_LEAD) : len(_LEAD) + 1] not in (
-            "?",
-            "+",
-            "*",
-            "{",
-        )
-        rest = branch[len(_LEAD) :] if lead else branch
+        lead = _lead(branch)
+        chars, most, rest = lead if lead is not None else (frozenset(), 0, branch)
         try:
             compiled = regex.compile(rest, pattern.flags)
         except regex.error:
             return None
         if compiled.flags != pattern.flags:
             return None
-        if lead and not _starts_without_space(rest, compiled):
+        if lead is not None and not _starts_without(chars, rest, compiled):
             return None
         literal = "" if pattern.flags & regex.IGNORECASE else _literal_prefix(rest)
         attempt = regex.compile(f"(?:{rest})|(?!)", pattern.flags) if literal else compiled
-        parts.append((lead, compiled, attempt, literal))
-    if len(parts) == 1 and not parts[0][0] and not parts[0][3]:
+        parts.append((chars, most, compiled, attempt, literal))
+    if len(parts) == 1 and not parts[0][1] and not parts[0][4]:
         return None  # nothing to gain: the pattern itself
     return Branches(parts)
 
 
-def _starts_without_space(source: str, compiled: Any) -> bool:
-    """Whether REST can neither match empty nor begin with a whitespace character, judged
-    from the text alone (nothing before it may matter: no look-behind or anchor)."""
+def _starts_without(chars: frozenset[str], source: str, compiled: Any) -> bool:
+    """Whether REST can neither match empty nor begin with one of `chars`, judged from the
+    text alone (nothing before it may matter: no look-behind or anchor)."""
     bare = _without_classes(source)
     if any(unsafe in bare for unsafe in _UNSAFE) or "^" in bare or "$" in bare:
         return False
     if compiled.match("") is not None:
         return False
-    return all(compiled.match(char, partial=True) is None for char in _whitespace_chars())
+    return all(compiled.match(char, partial=True) is None for char in chars)
