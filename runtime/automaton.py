@@ -335,8 +335,22 @@ class RegexDelimiter:
 
     def _partial_search(self, buf: str, pos: int) -> Any:
         """(start, end, True, match) of the leftmost partial match at or after `pos`, or None."""
-        attempts = self.attempts
         timeout = errors.regex_timeout(len(buf) - pos)
+        if self.memo and not self.prefix and len(buf) - pos > SPLIT_AFTER:
+            branches = self._branches
+            if branches is _UNSEEN:
+                branches = self._branches = split(self.pattern)
+            if branches is not None and branches.literal_led:
+                try:
+                    found = branches.partial(buf, pos, timeout)
+                except TimeoutError:
+                    found = errors.search_bounded(
+                        lambda wall: branches.partial(buf, pos, wall),
+                        self._where(),
+                        len(buf) - pos,
+                    )
+                return None if found is None else (found[0], found[1], True, found[2])
+        attempts = self.attempts
         try:
             match = attempts.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
         except TimeoutError:

@@ -192,10 +192,35 @@ class Branches:
     matches cheaply (see RegexDelimiter.attempts), and the literal every match of the rest
     starts with ("" if none is known)."""
 
-    __slots__ = ("parts",)
+    __slots__ = ("parts", "literal_led")
 
     def __init__(self, parts: list[tuple[frozenset[str], int, Any, Any, str]]) -> None:
         self.parts = parts
+        # Whether every rest starts with a literal: then `partial` can run.
+        self.literal_led = all(part[4] for part in parts)
+
+    def partial(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
+        """For a pattern with no complete match at or after `pos`, and literal-led rests:
+        (start, end, match) of its leftmost partial match, or None.
+
+        A partial match of the pattern is one of a branch, and one of `LEAD REST` is one
+        of REST (at the end of the lead's run; REST cannot start inside it), extended left
+        as for a complete match. A partial search of a literal-led REST is one quick pass
+        (`regex` finds its literal's places), unlike one of the whole pattern.
+        """
+        best: tuple[int, int, Any] | None = None
+        for chars, most, rest, _attempt, _literal in self.parts:
+            match = rest.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
+            if match is None:
+                continue
+            start = match.start()
+            if most:
+                stop = max(pos, start - most)
+                while start > stop and buf[start - 1] in chars:
+                    start -= 1
+            if best is None or start < best[0]:
+                best = (start, match.end(), match)
+        return best
 
     def search(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
         """(start, end, match with the pattern's named groups) of the leftmost match at or
