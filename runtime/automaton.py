@@ -311,10 +311,11 @@ class RegexDelimiter:
         before `limit`, possibly just `limit` (an int: no partial match starts up to there,
         and none is complete, which the caller may remember for later positions).
 
-        A few start positions are tried one by one, each a single match attempt; a longer
-        stretch takes one partial search, linear in the rest of the buffer.
+        A few start positions of a long buffer are tried one by one, each a single match
+        attempt; a longer stretch, or a short rest of the buffer, takes one partial search,
+        linear in the rest of the buffer.
         """
-        if limit - pos >= ATTEMPTS:
+        if limit - pos >= ATTEMPTS or len(buf) - pos <= SPLIT_AFTER:
             return self._partial_search(buf, pos)
         attempts = self.attempts
         size = len(buf)
@@ -350,7 +351,9 @@ class RegexDelimiter:
                         len(buf) - pos,
                     )
                 return None if found is None else (found[0], found[1], True, found[2])
-        attempts = self.attempts
+        # The pattern itself over a short rest (its quadratic cost is then small, and its
+        # cost per character lower); `attempts` over a long one.
+        attempts = self.attempts if len(buf) - pos > SPLIT_AFTER else self.pattern
         try:
             match = attempts.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
         except TimeoutError:

@@ -196,8 +196,12 @@ class Branches:
 
     def __init__(self, parts: list[tuple[frozenset[str], int, Any, Any, str]]) -> None:
         self.parts = parts
-        # Whether every rest starts with a literal: then `partial` can run.
-        self.literal_led = all(part[4] for part in parts)
+        # Whether every rest starts with a literal (or is anchored at the start of the text,
+        # `^` without MULTILINE): then `partial` can run, each search being quick.
+        self.literal_led = all(
+            part[4] or (part[2].pattern.startswith("^") and not part[2].flags & regex.MULTILINE)
+            for part in parts
+        )
 
     def partial(self, buf: str, pos: int, timeout: float) -> tuple[int, int, Any] | None:
         """For a pattern with no complete match at or after `pos`, and literal-led rests:
