@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test test-full test-wheel extras bench bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-oneshot bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -62,9 +62,16 @@ test-wheel: $(TEST_STAMP)
 ## make extras: install the ray and dask extras, so that their tests run
 extras: $(EXTRAS_STAMP)
 
-## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json)
+## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json),
+## then one-shot parse() on every catalog entry and workload (bench/oneshot.json)
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
+	$(PY) bench/oneshot.py
+
+## make bench-oneshot: one-shot parse() vs the reference, every catalog entry and workload,
+## with linearity checks (writes bench/oneshot.json)
+bench-oneshot: $(TEST_STAMP)
+	$(PY) bench/oneshot.py
 
 ## make bench-hostile: time per chunk on hostile outputs, and a 10 MB stream (writes bench/hostile.json)
 bench-hostile: $(TEST_STAMP)

@@ -29,6 +29,7 @@ from typing import Any
 import regex
 
 from . import errors
+from .branches import split
 
 OPEN = 0
 CLOSE = 1
@@ -47,22 +48,36 @@ SHORT_SPAN = 32
 # A state keeps the set of its start texts' proper prefixes when they total at most this
 # many characters (State.piece_at_end); longer literals are checked with startswith.
 MAX_PIECES = 4096
+# ... and probing goes on while candidates lie this many characters apart on average: a
+# probe costs about what a multi-character search costs over some 500 characters.
+SPARSE = 512
+# Start positions tried one match attempt at a time, when only those can matter, before
+# one partial search over the rest of the buffer is cheaper (RegexDelimiter.partial).
+ATTEMPTS = 32
+# Buffers longer than this are searched through runtime.branches when the pattern splits.
+SPLIT_AFTER = 256
 
 
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
     """`buf.find(literal, start, end)`, faster when literal[0] is rare in the text.
 
     str.find on one character is a memchr, several times faster than a multi-character
-    search on ordinary prose, where a delimiter's first character seldom occurs.
+    search on ordinary prose, where a delimiter's first character seldom occurs. Probing
+    goes on, PROBES candidates at a time, while they are sparse (see SPARSE).
     """
     find = buf.find
     lead = literal[0]
     index = find(lead, start, end)
-    for _ in range(PROBES):
-        if index == -1 or buf.startswith(literal, index, end):
-            return index
-        index = find(lead, index + 1, end)
-    return -1 if index == -1 else find(literal, index, end)
+    while True:
+        for _ in range(PROBES):
+            if index == -1 or buf.startswith(literal, index, end):
+                return index
+            index = find(lead, index + 1, end)
+        if index == -1:
+            return -1
+        if index - start < PROBES * SPARSE:
+            return find(literal, index, end)
+        start = index
 
 
 def piece_at_end(text: str, literal: str, start: int = 0) -> int:
@@ -81,6 +96,29 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
             return index
         index = text.find(lead, index + 1)
     return -1
+
+
+def _attempt_at(attempts: Any, buf: str, start: int) -> Callable[[float], Any]:
+    """A partial match attempt at `start`, given its time limit (errors.search_bounded)."""
+    return lambda wall: attempts.match(buf, start, partial=True, timeout=wall, concurrent=True)
+
+
+def _without_required_literal(pattern: Any) -> Any:
+    """`pattern` or`(?:pattern)|(?!)`: see RegexDelimiter.attempts. The pattern itself when
+    wrapping could change anything (a verbose pattern's trailing comment would swallow
+    the added text; any change of flags or groups)."""
+    if pattern.flags & regex.VERBOSE:
+        return pattern
+    try:
+        wrapped = regex.compile(f"(?:{pattern.pattern})|(?!)", pattern.flags)
+    except regex.error:
+        return pattern
+    same = (wrapped.flags, wrapped.groups, wrapped.groupindex) == (
+        pattern.flags,
+        pattern.groups,
+        pattern.groupindex,
+    )
+    return wrapped if same else pattern
 
 
 class HeldRun:
@@ -176,6 +214,8 @@ class RegexDelimiter:
         "memo",
         "cheap",
         "runs",
+        "_attempts",
+        "_branches",
     )
 
     def __init__(
@@ -200,6 +240,27 @@ class RegexDelimiter:
         self.memo = memo
         self.cheap = cheap
         self.runs = runs  # how a held match can wait (see `waits`)
+        self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
+        # How to search a long buffer faster than the pattern itself (runtime.branches).
+        self._branches: Any = _UNSEEN
+
+    @property
+    def attempts(self) -> Any:
+        """The pattern for partial searches: the same pattern, made to try its match at each
+        start position without first scanning the rest of the buffer.
+
+        `regex` checks that a required literal occurs ahead before it tries a match; when
+        the literal is absent, a plain search stops at once, but a partial one (where a
+        missing literal may yet arrive) rescans the rest of the buffer at every start
+        position: quadratic, 1.3 s on 160K characters for a `\\s*<tool>`-led pattern. An
+        alternative that never matches, `(?!)`, takes the required literal away and changes
+        no match, partial or complete (tests/test_automaton.py checks this); compiled on
+        first use, so that importing a parser compiles nothing more.
+        """
+        attempts = self._attempts
+        if attempts is None:
+            attempts = self._attempts = _without_required_literal(self.pattern)
+        return attempts
 
     def search(self, buf: str, pos: int, eos: bool, limit: int) -> Any:
         """(start, end, pending, match) of the next match, partial ones included unless at
@@ -228,44 +289,124 @@ class RegexDelimiter:
         # concurrent=True: `regex` searches the str in place without holding the GIL; with
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
-        cheap = self.cheap and len(buf) - pos <= SHORT_SPAN
-        if cheap:
+        if self.cheap and len(buf) - pos <= SHORT_SPAN:
+            # A short search with a cheap pattern: no time bound (RegexProfile.cheap).
             match = self.pattern.search(buf, pos, concurrent=True)
-        else:
-            match = self._search_bounded(buf, pos, False)
+            if match is not None:
+                start, end = match.span()
+                return start, end, not eos and end == len(buf), match
+            if eos:
+                return None
+            match = self.pattern.search(buf, pos, partial=True, concurrent=True)
+            if match is None:
+                return None
+            start, end = match.span()
+            return start, end, True, match
+        pattern = self.pattern
+        timeout = errors.regex_timeout(len(buf) - pos)
+        if not prefixes and self.memo and len(buf) - pos > SPLIT_AFTER:
+            branches = self._branches
+            if branches is _UNSEEN:
+                branches = self._branches = split(pattern)
+            if branches is not None:
+                try:
+                    found = branches.search(buf, pos, timeout)
+                except TimeoutError:
+                    found = errors.search_bounded(
+                        lambda wall: branches.search(buf, pos, wall),
+                        self._where(),
+                        len(buf) - pos,
+                    )
+                if found is not None:
+                    start, end, match = found
+                    return start, end, not eos and end == len(buf), match
+                return None if eos else self.partial(buf, pos, limit)
+        try:
+            match = pattern.search(buf, pos, timeout=timeout, concurrent=True)
+        except TimeoutError:
+            match = errors.search_bounded(
+                lambda wall: pattern.search(buf, pos, timeout=wall, concurrent=True),
+                self._where(),
+                len(buf) - pos,
+            )
         if match is not None:
             start, end = match.span()
             return start, end, not eos and end == len(buf), match
         if eos:
             return None
-        if cheap:
-            match = self.pattern.search(buf, pos, partial=True, concurrent=True)
-        else:
-            match = self._search_bounded(buf, pos, True)
-        if match is None:
-            return None
-        start, end = match.span()
-        return start, end, True, match
+        if self.memo and not prefixes:
+            return self.partial(buf, pos, limit)
+        return self._partial_search(buf, pos)
 
-    def _search_bounded(self, buf: str, pos: int, partial: bool) -> Any:
-        """A plain or partial search under the regex time bound."""
-        pattern = self.pattern
+    def partial(self, buf: str, pos: int, limit: int) -> Any:
+        """For a pattern with no complete match at or after `pos`: (start, end, True, match)
+        of its leftmost partial match, or None if there is none; or, when none starts at or
+        before `limit`, possibly just `limit` (an int: no partial match starts up to there,
+        and none is complete, which the caller may remember for later positions).
+
+        A few start positions of a long buffer are tried one by one, each a single match
+        attempt; a longer stretch, or a short rest of the buffer, takes one partial search,
+        linear in the rest of the buffer.
+        """
+        if limit - pos >= ATTEMPTS or len(buf) - pos <= SPLIT_AFTER:
+            return self._partial_search(buf, pos)
+        attempts = self.attempts
+        size = len(buf)
+        for start in range(pos, min(limit, size) + 1):
+            if start == size:
+                match = self._partial_at_end(buf)
+                return limit if match is None else (size, size, True, match)
+            timeout = errors.regex_timeout(size - start)
+            try:
+                match = attempts.match(buf, start, partial=True, timeout=timeout, concurrent=True)
+            except TimeoutError:
+                match = errors.search_bounded(
+                    _attempt_at(attempts, buf, start), self._where(), size - start
+                )
+            if match is not None:
+                return start, match.end(), True, match
+        return limit
+
+    def _partial_search(self, buf: str, pos: int) -> Any:
+        """(start, end, True, match) of the leftmost partial match at or after `pos`, or None."""
+        timeout = errors.regex_timeout(len(buf) - pos)
+        if self.memo and not self.prefixes and len(buf) - pos > SPLIT_AFTER:
+            branches = self._branches
+            if branches is _UNSEEN:
+                branches = self._branches = split(self.pattern)
+            if branches is not None and branches.literal_led:
+                try:
+                    found = branches.partial(buf, pos, timeout)
+                except TimeoutError:
+                    found = errors.search_bounded(
+                        lambda wall: branches.partial(buf, pos, wall),
+                        self._where(),
+                        len(buf) - pos,
+                    )
+                return None if found is None else (found[0], found[1], True, found[2])
+        # The pattern itself over a short rest (its quadratic cost is then small, and its
+        # cost per character lower); `attempts` over a long one.
+        attempts = self.attempts if len(buf) - pos > SPLIT_AFTER else self.pattern
         try:
-            return pattern.search(
-                buf,
-                pos,
-                partial=partial,
-                timeout=errors.regex_timeout(len(buf) - pos),
-                concurrent=True,
-            )
+            match = attempts.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
         except TimeoutError:
-            return errors.search_bounded(
-                lambda wall: pattern.search(
-                    buf, pos, partial=partial, timeout=wall, concurrent=True
-                ),
+            match = errors.search_bounded(
+                lambda wall: attempts.search(buf, pos, partial=True, timeout=wall, concurrent=True),
                 self._where(),
                 len(buf) - pos,
             )
+        if match is None:
+            match = self._partial_at_end(buf)
+            if match is None:
+                return None
+        start, end = match.span()
+        return start, end, True, match
+
+    def _partial_at_end(self, buf: str) -> Any:
+        """The original pattern's attempt at the end of the buffer: the one place where it
+        and `attempts` differ, `regex` reporting an empty partial match there for some
+        patterns that start with a look-behind or `\\b`, which `attempts` does not."""
+        return self.pattern.match(buf, len(buf), partial=True)
 
     def waits(self, buf: str, hold: int) -> HeldRun | None:
         """How this delimiter's match at `hold` can only change when some text arrives.
@@ -323,6 +464,8 @@ class State:
         "patterns",
         "literal_reach",
         "start_texts",
+        "every_literal",
+        "ahead_key",
         "starts",
         "reach",
         "leads",
@@ -365,6 +508,11 @@ class State:
         self.literals_re = literals_re
         # The first character all watched literals share, if they share one.
         leads = {literal[0] for delim in literals for literal in delim.literals}
+        # Each watched literal once, and the memo key of where each occurs next (_find_each).
+        self.every_literal = tuple(
+            dict.fromkeys(literal for delim in literals for literal in delim.literals)
+        )
+        self.ahead_key = object()
         self.lead = leads.pop() if len(leads) == 1 else None
         self.patterns = patterns
         # A partial literal match starts no earlier than this many characters from the end.
@@ -445,22 +593,48 @@ class State:
         """Whether `text` is a proper prefix of a start text."""
         return any(start.startswith(text) and start != text for start in self.start_texts)
 
-    def _find(self, buf: str, pos: int) -> int:
+    def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
         lead = self.lead
         if lead is not None:  # memchr for the shared first character, then a check
             find = buf.find
             starts = self.literals_re.match
             index = find(lead, pos)
-            for _ in range(PROBES):
-                if index == -1 or starts(buf, index):
-                    return index
-                index = find(lead, index + 1)
-            if index == -1:
-                return -1
+            while True:  # as find_literal does
+                for _ in range(PROBES):
+                    if index == -1 or starts(buf, index):
+                        return index
+                    index = find(lead, index + 1)
+                if index == -1:
+                    return -1
+                if index - pos < PROBES * SPARSE:
+                    break
+                pos = index
             pos = index
+        elif len(buf) - pos > SPLIT_AFTER:
+            return self._find_each(buf, pos, memo)
         match = self.literals_re.search(buf, pos)
         return -1 if match is None else match.start()
+
+    def _find_each(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
+        """_find over a long buffer, for literals with different first characters: one
+        find_literal per literal (memchr on its first character), each remembered while it
+        lies ahead. An alternation of the literals costs the `re` engine some 3 ns a
+        character; a memchr, a hundredth of that."""
+        key = self.ahead_key
+        ahead = memo.get(key)
+        literals = self.every_literal
+        if ahead is None:
+            ahead = memo[key] = [-2] * len(literals)
+        size = len(buf)
+        found = -1
+        for index, literal in enumerate(literals):
+            start = ahead[index]
+            if start == -2 or 0 <= start < pos:
+                start = ahead[index] = find_literal(buf, literal, pos, size)
+            if start != -1 and (found == -1 or start < found):
+                found = start
+        return found
 
     def scan(self, buf: str, pos: int, eos: bool, memo: dict[Any, Any]) -> tuple[Hit | None, int]:
         """One scan step: the match to commit (or None), and where held-back text starts."""
@@ -472,7 +646,7 @@ class State:
         if self.literals:
             found = memo.get(self, _UNSEEN)
             if found is _UNSEEN or pos > found >= 0:
-                found = self._find(buf, pos)
+                found = self._find(buf, pos, memo)
                 memo[self] = found
             if found != -1:
                 for delim in self.literals:
@@ -485,14 +659,21 @@ class State:
                         best = (found, end, delim, None)
 
         for pattern in self.patterns:
+            # A match starting after the best one so far, or after held-back text, cannot
+            # change this step.
+            limit = hold if best is None or hold < best[0] else best[0]
             hit = memo.get(pattern, _UNSEEN) if pattern.memo else _UNSEEN
-            if hit is _UNSEEN or (hit is not None and hit[0] < pos):
-                # A match starting after the best one so far cannot change this step.
-                hit = pattern.search(buf, pos, eos, size if best is None else best[0])
+            if hit.__class__ is int:
+                # No complete match is left, and no partial one starts up to `hit`.
+                if hit >= limit:
+                    continue
+                hit = memo[pattern] = pattern.partial(buf, max(pos, hit + 1), limit)
+            elif hit is _UNSEEN or (hit is not None and hit[0] < pos):
+                hit = pattern.search(buf, pos, eos, limit)
                 if hit is IRRELEVANT:
                     continue
                 memo[pattern] = hit
-            if hit is None:
+            if hit is None or hit.__class__ is int:
                 continue
             start, end, pending, match = hit
             if pending:

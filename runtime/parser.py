@@ -147,8 +147,19 @@ class CompiledParser(Regions):
     ) -> dict[str, Any]:
         """Parse one complete generation; return the message dict."""
         parser = cls(prefix, tools=tools, on_error=on_error, regex_timeout=regex_timeout)
-        parser.feed(text)
+        parser._feed_whole(text)
         return parser.finalize()[0]
+
+    def _feed_whole(self, text: str) -> list[Event]:
+        """`feed(text)` for a text known to be the whole generation (parse()): one scan
+        over it, without first asking (as feed's fast paths do, each one pass over the
+        text) whether a scan is needed, which it almost always is for a whole output.
+        Same events and state as feed(text) (tests/test_oneshot.py checks it)."""
+        if text.__class__ is not str or self._waiting is not None or self._finalized:
+            return self.feed(text)  # the type check, and waiting on a held match
+        events: list[Event] = []
+        self._run(text, events, eos=False)
+        return events
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:

@@ -150,26 +150,29 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     """Set the parsers' internal thresholds tiny, so that short texts exercise what long
     ones reach: waiting on every hold (CompiledParser.WAIT_AFTER), joining a region's
     chunks into blocks every two (PARTS_PER_BLOCK, also read by the generated module of
-    `parser_cls`), and one probe before a literal search gives up on memchr (PROBES)."""
+    `parser_cls`), one probe before a literal search gives up on memchr, or goes on
+    probing (PROBES, SPARSE), one partial search instead of single attempts (ATTEMPTS),
+    and split regex searches on every buffer (SPLIT_AFTER)."""
     generated = _module_globals(parser_cls)
+    automaton = runtime.automaton
     saved = (
         CompiledParser.WAIT_AFTER,
         runtime.regions.PARTS_PER_BLOCK,
         generated.get("PARTS_PER_BLOCK"),
-        runtime.automaton.PROBES,
+        (automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER),
     )
     CompiledParser.WAIT_AFTER = 1
     runtime.regions.PARTS_PER_BLOCK = 2
     if "PARTS_PER_BLOCK" in generated:
         generated["PARTS_PER_BLOCK"] = 2
-    runtime.automaton.PROBES = 1
+    automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = 1, 2, 1, 0
     try:
         yield
     finally:
         CompiledParser.WAIT_AFTER, runtime.regions.PARTS_PER_BLOCK = saved[:2]
         if "PARTS_PER_BLOCK" in generated:
             generated["PARTS_PER_BLOCK"] = saved[2]
-        runtime.automaton.PROBES = saved[3]
+        automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
 
 
 def _module_globals(parser_cls: Any) -> dict[str, Any]:

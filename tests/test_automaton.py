@@ -18,6 +18,7 @@ import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
+import runtime.automaton
 import runtime.errors
 from compiler.ir import Delimiter
 from compiler.regex_profile import profile
@@ -311,3 +312,52 @@ def test_an_open_that_looks_ahead_to_its_close_waits_for_it() -> None:
     whole = call + "</arg_value>\n</tool_call>"
     assert message == generated.glm45.Parser.parse(whole, prefix="")
     assert message["tool_calls"][0]["function"]["arguments"] == {"a": "x " * 2000}
+
+
+ATTEMPT_PATTERNS = [
+    *PATTERNS,
+    r"a.*?b",
+    r"(a|ab)(c|bcd)(d*)",
+    r"\s*<t>",
+    r"\s*(?:<a>\s*)?<b>\s*(?P<n>[^\s`<]+)\s*```",
+    r"\s*(?:<\|c\||<1>)",
+    r"(?:<a>)?[^<]*<k>",
+    r"(?P<x>a+)b?",
+    r"(?<=a)\s*<t>",
+]
+
+
+@given(
+    pattern=st.sampled_from(ATTEMPT_PATTERNS),
+    buf=st.text(BUFFER_ALPHABET + "<>`t", max_size=12),
+    data=st.data(),
+)
+def test_partial_searches_find_the_original_patterns_match(
+    pattern: str, buf: str, data: Any
+) -> None:
+    """RegexDelimiter's partial searches run `attempts`, the pattern with a never-matching
+    alternative (so that `regex` does not rescan the buffer for a required literal at every
+    start position). They must find what a partial search of the pattern itself finds:
+    the leftmost partial match, or, from `partial`, also the promise that none starts up
+    to the limit."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(CLOSE, "f", compiled, rank=0)
+    assert delimiter.attempts is not compiled, "the wrapped pattern compiles for every pattern here"
+    pos = data.draw(st.integers(0, len(buf)))
+    if compiled.search(buf, pos) is not None:
+        return  # partial searches only run when no complete match is left
+    expected = compiled.search(buf, pos, partial=True)
+    expected_hit = None if expected is None else (*expected.span(), True)
+    found = delimiter._partial_search(buf, pos)
+    assert (None if found is None else found[:3]) == expected_hit
+    limit = data.draw(st.integers(pos, len(buf)))
+    saved = runtime.automaton.SPLIT_AFTER
+    runtime.automaton.SPLIT_AFTER = 0  # single attempts, as on a long buffer
+    try:
+        bounded = delimiter.partial(buf, pos, limit)
+    finally:
+        runtime.automaton.SPLIT_AFTER = saved
+    if isinstance(bounded, int):
+        assert bounded == limit and (expected is None or expected.start() > limit)
+    else:
+        assert (None if bounded is None else bounded[:3]) == expected_hit

@@ -1,0 +1,224 @@
+"""`make bench-oneshot`: one-shot `Parser.parse()` against the reference's `parse_response`,
+for every catalog entry and every workload, in one run (part of `make bench`).
+
+Workloads are built from each entry's own fixtures (tests/fixtures/NAME.json), so every
+output is in the entry's real format: a fixture case's reasoning, or the content around
+its tool calls, is replaced by long prose (bench/workloads.reasoning). An entry lacking a
+suitable case has no row for that workload. Workloads:
+
+- prose: the prose alone (the implicit field, usually content);
+- reasoning: a case whose reasoning the prompt opened (the output holds only its close);
+- model-opened think: a case whose output opens the reasoning itself;
+- tool calls: a case with content around tool calls, the content made long.
+
+Each row: our time and the reference's at 80K characters (ratio in the same run, the two
+timed alternately), our time at 160K and at 1.3M (the reference, quadratic on some of
+these, is not run there), and the linearity checks 160K/80K and 1.3M/160K (expected 2 and
+8.1 for a linear parser). Both parsers' messages are checked equal on the 80K output.
+Results go to bench/oneshot.json (or --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
+
+import workloads  # noqa: E402
+from fixtures import load_fixtures  # noqa: E402
+from transformers.utils.chat_parsing import parse_response  # noqa: E402
+
+from compiler.catalog import entry_names, load_entry  # noqa: E402
+from compiler.spec import uses_extensions  # noqa: E402
+
+SMALL, DOUBLE, LARGE = 80_000, 160_000, 1_300_000
+SPEEDUP = 5.0  # target: one-shot parse() at least this many times faster than the reference
+# Linearity: time at 2x the size over time at 1x (2.0 when linear), with slack for noise.
+GROWTH_2X = 2.6
+GROWTH_LARGE = LARGE / DOUBLE * 1.3
+
+
+def best_seconds(run: Callable[[], Any], budget: float = 0.05, rounds: int = 5) -> float:
+    """Best per-call time of `run`, each round repeating it for about `budget` seconds."""
+    gc.collect()
+    start = time.perf_counter()
+    run()
+    once = time.perf_counter() - start
+    number = max(1, int(budget / max(once, 1e-7)))
+    best = once
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(number):
+            run()
+        best = min(best, (time.perf_counter() - start) / number)
+    return best
+
+
+def _inflate(case: dict[str, Any], field: str, body: str) -> str | None:
+    """The case's output with the text of `field` replaced by `body` (None if not found)."""
+    expected = case.get("expected")
+    if not isinstance(expected, dict):
+        return None
+    text = expected.get(field)
+    if not isinstance(text, str) or not text or text not in case["output"]:
+        return None
+    return case["output"].replace(text, body, 1)
+
+
+def outputs(name: str, size: int) -> Iterator[tuple[str, str, str]]:
+    """(workload, prefix, output) for entry `name` at about `size` characters."""
+    template = load_entry(name).data["response_template"]
+    fields = template.get("fields", {})
+    cases = [
+        case
+        for case in load_fixtures(name)["cases"]
+        if "on_error" not in case and "error" not in case
+    ]
+    body = workloads.reasoning(size)
+    yield "prose", "", body
+    opens = [fields.get("thinking", {}).get("open")]
+    opens = [item for value in opens for item in (value if isinstance(value, list) else [value])]
+    opens = [item for item in opens if item]
+    found: dict[str, tuple[str, str]] = {}
+    for case in cases:
+        output = _inflate(case, "thinking", body)
+        if output is None:
+            continue
+        label = "model-opened think" if any(o in case["output"] for o in opens) else "reasoning"
+        found.setdefault(label, (case["prefix"], output))
+    for label in ("reasoning", "model-opened think"):
+        if label in found:
+            yield (label, *found[label])
+    for case in cases:
+        if not case["expected"].get("tool_calls"):
+            continue
+        output = _inflate(case, "content", body)
+        if output is not None:
+            yield "tool calls", case["prefix"], output
+            break
+
+
+def row(name: str, workload: str, sizes: dict[int, tuple[str, str]]) -> dict[str, Any]:
+    module = importlib.import_module(f"generated.{name}")
+    parser, template = module.Parser, module.TEMPLATE
+    times: dict[int, float] = {}
+    for size, (prefix, text) in sizes.items():
+        times[size] = best_seconds(
+            lambda text=text, prefix=prefix: parser.parse(text, prefix=prefix)
+        )
+    prefix, text = sizes[SMALL]
+    ours = reference = float("inf")
+    agree = None
+    if not uses_extensions(template):  # the reference loads no extension template
+        for _ in range(3):  # alternate, so that both see the same machine
+            ours = min(ours, best_seconds(lambda: parser.parse(text, prefix=prefix), rounds=2))
+            start = time.perf_counter()
+            expected = parse_response(text, template, prefix=prefix)
+            reference = min(reference, time.perf_counter() - start)
+        agree = parser.parse(text, prefix=prefix) == expected
+    else:
+        ours = times[SMALL]
+    return {
+        "entry": name,
+        "workload": workload,
+        "chars": {str(size): len(sizes[size][1]) for size in sizes},
+        "ours_ms": {str(size): seconds * 1e3 for size, seconds in times.items()},
+        "ours_80k_ms": ours * 1e3,
+        "reference_80k_ms": None if agree is None else reference * 1e3,
+        "speedup": None if agree is None else reference / ours,
+        "growth_2x": times[DOUBLE] / times[SMALL],
+        "growth_large": times[LARGE] / times[DOUBLE] if LARGE in times else None,
+        "agree": agree,
+    }
+
+
+def main() -> int:
+    options = argparse.ArgumentParser(description=__doc__)
+    options.add_argument("--out", default=str(ROOT / "bench" / "oneshot.json"))
+    options.add_argument("--quick", action="store_true", help="no 1.3M outputs")
+    options.add_argument("entries", nargs="*", help="catalog entries (default: all)")
+    args = options.parse_args()
+    sizes = (SMALL, DOUBLE) if args.quick else (SMALL, DOUBLE, LARGE)
+    rows: list[dict[str, Any]] = []
+    failures: list[dict[str, Any]] = []
+    for name in args.entries or entry_names():
+        by_workload: dict[str, dict[int, tuple[str, str]]] = {}
+        for size in sizes:
+            for workload, prefix, text in outputs(name, size):
+                by_workload.setdefault(workload, {})[size] = (prefix, text)
+        for workload, texts in by_workload.items():
+            try:
+                rows.append(row(name, workload, texts))
+            except Exception as error:  # a row that fails says so, and the others still run
+                print(f"{name:15} {workload:19} FAILED: {type(error).__name__}: {error}")
+                failures.append({"entry": name, "workload": workload, "error": repr(error)})
+                continue
+            item = rows[-1]
+            large = item["growth_large"]
+            versus = (
+                "(no reference: extension template)"
+                if item["speedup"] is None
+                else f"vs reference {item['reference_80k_ms']:9.3f} ms = {item['speedup']:6.1f}x"
+            )
+            print(
+                f"{name:15} {workload:19} ours {item['ours_80k_ms']:8.3f} ms {versus} | 160K/80K "
+                f"{item['growth_2x']:4.2f}"
+                + (f" | 1.3M/160K {large:5.2f}" if large is not None else "")
+                + (" | MESSAGES DIFFER" if item["agree"] is False else ""),
+                flush=True,
+            )
+    checks = []
+    for item in rows:
+        label = f"{item['entry']} {item['workload']}"
+        if item["speedup"] is not None:
+            checks.append((f"{label}: messages agree", item["agree"], str(item["agree"])))
+            checks.append(
+                (
+                    f"{label}: parse >= {SPEEDUP:g}x reference at 80K",
+                    item["speedup"] >= SPEEDUP,
+                    f"{item['speedup']:.1f}x",
+                )
+            )
+        checks.append(
+            (
+                f"{label}: 160K/80K <= {GROWTH_2X:g}",
+                item["growth_2x"] <= GROWTH_2X,
+                f"{item['growth_2x']:.2f}",
+            )
+        )
+        if item["growth_large"] is not None:
+            checks.append(
+                (
+                    f"{label}: 1.3M/160K <= {GROWTH_LARGE:.1f}",
+                    item["growth_large"] <= GROWTH_LARGE,
+                    f"{item['growth_large']:.2f}",
+                )
+            )
+    for failure in failures:
+        checks.append((f"{failure['entry']} {failure['workload']}: runs", False, failure["error"]))
+    failed = [check for check in checks if not check[1]]
+    for name, _ok, detail in failed:
+        print(f"FAIL  {name}: {detail}")
+    print(f"{len(checks) - len(failed)} of {len(checks)} targets met")
+    results = {
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "rows": rows,
+        "targets": [{"target": name, "met": ok, "measured": detail} for name, ok, detail in checks],
+    }
+    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""One-shot `Parser.parse()` runs its own path (CompiledParser._feed_whole, then finalize):
+it must give what feeding the whole text and then finalize() give, event for event, with
+the same message or the same exception at the same step, and the reference's message.
+
+Checked over every catalog fixture case under every on_error policy, over generated
+outputs of every catalog entry, and over random templates, each also with the parsers'
+internal thresholds shrunk (differential.shrunk_thresholds), so that short texts take the
+paths long ones take (split regex searches, partial searches, literal probing).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
+from differential import canon, reference_trace, shrunk_thresholds
+from fixtures import ON_ERROR, load_fixtures
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import outputs_for, prefixes, templates
+from transformers.utils.chat_parsing.response_templates import load_response_template
+
+from compiler import load_parser
+from compiler.catalog import entry_names, load_entry
+from compiler.spec import uses_extensions
+
+
+def _steps(parser_cls: Any, prefix: str, text: str, whole: bool, **options: Any) -> list[Any]:
+    """What a caller observes: constructor events, the feed's events, finalize's result,
+    each as ("ok", value) or ("raise", exception class), up to the first exception."""
+    steps: list[Any] = []
+    try:
+        parser = parser_cls(prefix, **options)
+    except Exception as error:
+        return [("raise", type(error))]
+    steps.append(("ok", canon(parser.initial_events)))
+    for action in (
+        (lambda: parser._feed_whole(text)) if whole else (lambda: parser.feed(text)),
+        parser.finalize,
+    ):
+        try:
+            steps.append(("ok", canon(action())))
+        except Exception as error:
+            steps.append(("raise", type(error)))
+            break
+    return steps
+
+
+def check_oneshot(parser_cls: Any, prefix: str, text: str, **options: Any) -> list[Any]:
+    """The one-shot path's steps, asserted equal to feed(text) + finalize(); and parse()
+    gives the message (or raises the exception class) of those steps."""
+    ours = _steps(parser_cls, prefix, text, True, **options)
+    assert ours == _steps(parser_cls, prefix, text, False, **options), (prefix, text)
+    try:
+        message: Any = ("ok", canon(parser_cls.parse(text, prefix=prefix, **options)))
+    except Exception as error:
+        message = ("raise", type(error))
+    last = ours[-1]
+    expected = ("ok", last[1][1][0]) if last[0] == "ok" else last
+    assert message == expected, (prefix, text)
+    return ours
+
+
+def check_with_reference(
+    template: Any, parser_cls: Any, prefix: str, text: str, tools: Any
+) -> None:
+    ours = check_oneshot(parser_cls, prefix, text, tools=tools)
+    reference = reference_trace(template, prefix, [text], tools)
+    if any(step[0] == "hang" for step in reference):
+        return  # the reference loops forever here (see differential.py)
+    compared = reference[: len(ours)]
+    for mine, theirs in zip(ours, compared, strict=True):
+        if theirs[0] == "raise":
+            assert mine[0] == "raise" and issubclass(mine[1], theirs[1]), (prefix, text)
+        else:
+            assert mine == theirs, (prefix, text)
+
+
+CASES = [
+    (name, case, on_error)
+    for name in entry_names()
+    for case in load_fixtures(name)["cases"]
+    for on_error in ON_ERROR
+]
+
+
+@pytest.mark.parametrize("shrunk", [False, True])
+def test_fixture_cases_parse_one_shot_as_streamed(shrunk: bool) -> None:
+    for name, case, on_error in CASES:
+        parser = importlib.import_module(f"generated.{name}").Parser
+        tools = case.get("tools")
+        if shrunk:
+            with shrunk_thresholds(parser):
+                check_oneshot(
+                    parser, case["prefix"], case["output"], tools=tools, on_error=on_error
+                )
+        else:
+            check_oneshot(parser, case["prefix"], case["output"], tools=tools, on_error=on_error)
+
+
+@pytest.mark.parametrize("name", entry_names())
+@given(data=st.data())
+def test_catalog_outputs_parse_one_shot_as_streamed(name: str, data: Any) -> None:
+    entry = load_entry(name)
+    template = entry.data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    literals = template_literals(template)
+    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
+    text = data.draw(outputs_for(literals, samples, max_size=20), label="output")
+    prefix = data.draw(
+        st.sampled_from(["", *sorted(entry.generation_prompt.values())]), label="prefix"
+    )
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    shrunk = data.draw(st.booleans(), label="shrunk")
+    if uses_extensions(template):  # no reference loads these: one-shot against streamed only
+        if shrunk:
+            with shrunk_thresholds(parser):
+                check_oneshot(parser, prefix, text, tools=tools)
+        else:
+            check_oneshot(parser, prefix, text, tools=tools)
+    elif shrunk:
+        with shrunk_thresholds(parser):
+            check_with_reference(template, parser, prefix, text, tools)
+    else:
+        check_with_reference(template, parser, prefix, text, tools)
+
+
+@given(data=st.data())
+def test_random_templates_parse_one_shot_as_streamed(data: Any) -> None:
+    template, literals, samples = data.draw(templates(), label="template")
+    try:
+        load_response_template(template)
+    except (ValueError, TypeError):
+        return
+    parser = load_parser(template)
+    text = data.draw(outputs_for(literals, samples), label="output")
+    prefix = data.draw(
+        st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
+        label="prefix",
+    )
+    if data.draw(st.booleans(), label="shrunk"):
+        with shrunk_thresholds(parser):
+            check_with_reference(template, parser, prefix, text, None)
+    else:
+        check_with_reference(template, parser, prefix, text, None)
