@@ -35,8 +35,7 @@ def _run(args: argparse.Namespace) -> int:
             "the templates_catalog package data is missing"
         )
     if args.command == "compile":
-        files = {Path(catalog.GENERATED) / f"{args.name}.py": catalog.build_module(args.name)}
-        _report(_write(files, args.out))
+        _report(_write(catalog.build_entry(args.name), args.out))
     elif args.command == "compile-all":
         _report(_write(catalog.build_all(), args.out))
     elif args.command == "check":

@@ -239,6 +239,14 @@ def package_init(hashes: dict[str, str]) -> str:
     )
 
 
+def build_entry(name: str, root: Path | None = None) -> dict[Path, str]:
+    """generated/NAME.py and the index, which lists NAME's template hash (make compile)."""
+    return {
+        Path(GENERATED) / "__init__.py": package_init(template_hashes(root)),
+        Path(GENERATED) / f"{name}.py": build_module(name, root),
+    }
+
+
 def build_all(root: Path | None = None) -> dict[Path, str]:
     """Every file generated/ should hold, keyed by path relative to the root."""
     hashes = template_hashes(root)

@@ -132,3 +132,14 @@ def test_a_template_that_diverges_gets_its_own_module_and_index_entry(tmp_path: 
     assert f'"glm47": "{template_sha256(entry["response_template"])}"' in index
     assert "class Parser(" in files[Path("generated/glm47.py")]
     assert catalog.build_module("glm47", root) == files[Path("generated/glm47.py")]
+
+
+def test_compiling_one_entry_also_writes_the_index() -> None:
+    """`make compile MODEL=x` writes the module and generated/__init__.py, so the index
+    lists the entry's template hash (make check would call it stale otherwise)."""
+    from compiler import catalog
+
+    one = catalog.build_entry("smollm3")
+    whole = catalog.build_all()
+    assert set(one) == {Path("generated/__init__.py"), Path("generated/smollm3.py")}
+    assert all(one[path] == whole[path] for path in one)
