@@ -35,7 +35,11 @@ def _run(args: argparse.Namespace) -> int:
             "the templates_catalog package data is missing"
         )
     if args.command == "compile":
-        _report(_write(catalog.build_entry(args.name), args.out))
+        if args.out is None:  # generated/ of the checkout: the module and the index
+            files = catalog.build_entry(args.name)
+        else:  # a directory of modules: the index lists the whole catalog, so not there
+            files = {Path(catalog.GENERATED) / f"{args.name}.py": catalog.build_module(args.name)}
+        _report(_write(files, args.out))
     elif args.command == "compile-all":
         _report(_write(catalog.build_all(), args.out))
     elif args.command == "check":
