@@ -14,8 +14,9 @@ import linecache
 import re
 from typing import Any
 
-# A comment that names a key path: "# fields.x...", ended by ":", a space or the line's end.
-_KEY_COMMENT = re.compile(r"#\s+(fields(?:\.|\[)[^:\s]*)")
+# A comment that names a key path: "# fields.x.content", "# fields["a b"].transform", ended
+# by ":", a space or the line's end.
+_KEY_COMMENT = re.compile(r'#\s+(fields(?:\["(?:[^"\\]|\\.)*"\]|\.[^\s:\[]+)+)')
 
 
 def key_of(error: BaseException, module_globals: dict[str, Any]) -> str | None:

@@ -85,6 +85,16 @@ SOURCE_MAP_CASES = [
 ]
 
 
+SOURCE_MAP_CASES.append(  # a field name that is not an identifier: a quoted key
+    (
+        {"fields": {"tool calls": {"open": "<x>", "close": "</x>", "content": "json"}}},
+        "<x>{bad</x>",
+        'fields["tool calls"].content',
+        FieldParseError,
+    )
+)
+
+
 @pytest.mark.parametrize("template, output, key, error_class", SOURCE_MAP_CASES)
 def test_a_failure_names_its_template_key(
     template: dict[str, Any], output: str, key: str, error_class: type[Exception]
