@@ -106,3 +106,27 @@ def test_importing_the_package_imports_no_engine() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_call_cut_off_by_the_token_limit_is_content_in_the_tool_half() -> None:
+    """ResponseStream.finish("length"): the call still open at the end is incomplete, so
+    its text is content; finished without a reason, the template's parse of it stands.
+    Streamed, the name and parameters already sent stay as sent, never valid JSON."""
+    output = "Hi <tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    parser = without_thinking(parser_for("qwen3"))
+    for whole in (True, False):
+        for reason in (None, "length"):
+            stream = ResponseStream(parser, whole=whole)
+            delta = stream.feed(output)
+            end = stream.finish(reason)
+            arguments = "".join(call.arguments for call in delta.calls + end.calls)
+            if reason is None:
+                assert json.loads(arguments) == {"city": "Paris"}
+                continue
+            assert "<function=get_weather>" in delta.content + end.content
+            assert "cut off" in stream.errors[0]["error"]["message"]
+            if whole:
+                assert not delta.calls + end.calls
+            else:
+                with pytest.raises(ValueError):
+                    json.loads(arguments)
