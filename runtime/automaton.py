@@ -45,8 +45,9 @@ PROBES = 16
 # A search over at most this many characters with a cheap pattern (RegexDelimiter.cheap)
 # runs without the time bound: the compiler has shown it cannot run long on so little text.
 SHORT_SPAN = 32
-# A state keeps the set of its start texts' proper prefixes when they total at most this
-# many characters (State.piece_at_end); longer literals are checked with startswith.
+# A state builds one regex over its start texts' proper prefixes when those prefixes total
+# at most this many characters (State.piece_at_end): L(L-1)/2 for a literal of L, so a
+# long literal is checked with startswith instead and still costs O(L) to declare.
 MAX_PIECES = 4096
 # ... and probing goes on while candidates lie this many characters apart on average: a
 # probe costs about what a multi-character search costs over some 500 characters.
@@ -530,21 +531,23 @@ class State:
             re.compile("|".join(re.escape(text) for text in self.start_texts)) if known else None
         )
         # A piece (a proper prefix of a start text) at the end of a chunk starts at most
-        # `reach` characters from its end, on one of the `leads`. Unless the start texts are
-        # long (over MAX_PIECES characters in all), one regex finds the longest piece
+        # `reach` characters from its end, on one of the `leads`. Unless the pieces are long
+        # (over MAX_PIECES characters in all), one regex finds the longest piece
         # (`at_end`), and one tells a start text from a piece or neither (`starts_or_piece`):
         # a single C call for every chunk that holds a lead character.
         self.reach = max((len(text) - 1 for text in self.start_texts), default=0)
         self.leads = "".join(sorted({text[0] for text in self.start_texts}))
-        pieces = sorted(
-            {text[:end] for text in self.start_texts for end in range(1, len(text))},
-            key=lambda text: (-len(text), text),
-        )
         self.at_end = self.starts_or_piece = None
-        if pieces and self.starts is not None and sum(map(len, self.start_texts)) <= MAX_PIECES:
+        size = sum(len(text) * (len(text) - 1) // 2 for text in self.start_texts)
+        if self.starts is not None and size <= MAX_PIECES:
+            pieces = sorted(
+                {text[:end] for text in self.start_texts for end in range(1, len(text))},
+                key=lambda text: (-len(text), text),
+            )
             ends = "|".join(re.escape(piece) for piece in pieces)
-            self.at_end = re.compile(f"(?:{ends})\\Z")
-            self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
+            if ends:
+                self.at_end = re.compile(f"(?:{ends})\\Z")
+                self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces

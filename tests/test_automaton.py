@@ -361,3 +361,15 @@ def test_partial_searches_find_the_original_patterns_match(
         assert bounded == limit and (expected is None or expected.start() > limit)
     else:
         assert (None if bounded is None else bounded[:3]) == expected_hit
+
+
+def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
+    """A 2000-character literal has ~2M characters of prefixes: the state checks pieces with
+    startswith instead of a regex over them (which took 3 s to compile)."""
+    literal = "<" + "a" * 2000
+    state = State(
+        "x", literals=(LiteralDelimiter(CLOSE, "x", literal, rank=0),), feed=None, close=None
+    )
+    assert state.at_end is None and state.starts_or_piece is None
+    assert state.piece_at_end("text " + literal[:1500]) == len("text ")
+    assert state.may_start("x" + literal[:10]) and not state.may_start("xa<b")
