@@ -357,20 +357,20 @@ def test_an_empty_chunk_after_a_settled_scan_runs_no_scan_step() -> None:
     event (the differential suite checks the events against the reference, whose rescan
     after an error or a cycle does route text). Every fixture, in 3-character chunks."""
     checked = 0
+    steps = [0]
+
+    def counting(scan: Any) -> Any:
+        def counting_scan(*args: Any) -> Any:
+            steps[0] += 1
+            return scan(*args)
+
+        return counting_scan
+
     for name, fixture in CASES:
         module = importlib.import_module(f"generated.{name}")
         parser = module.Parser(fixture.get("prefix", ""), on_error="content")
         states = [v for v in vars(module.Parser).values() if isinstance(v, runtime.State)]
-        steps = [0]
         originals = {state: state.scan for state in states}
-
-        def counting(scan: Any) -> Any:
-            def counting_scan(*args: Any) -> Any:
-                steps[0] += 1
-                return scan(*args)
-
-            return counting_scan
-
         try:
             for state, scan in originals.items():
                 state.scan = counting(scan)
