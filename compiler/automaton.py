@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from .ir import Delimiter, Field, Template
 from .regex_profile import RegexProfile, profile
 
+# The run a pattern must be led by for the fast path to test it with str.isspace: every
+# character `regex` matches with \s is whitespace to str.isspace (tests/test_automaton.py).
+LED_BY_SPACE = r"\s*"
+
 
 @dataclass(frozen=True)
 class Watch:
@@ -31,18 +35,29 @@ class Watch:
 
     @property
     def starts(self) -> tuple[str, ...] | None:
-        """The literal texts every match starts with one of; None if unknown."""
+        """The literal texts every match starts with one of (after its run, for a pattern
+        led by a run: RegexProfile.led_by); None if unknown."""
         if self.delimiter.literals is not None:
             return self.delimiter.literals
         assert self.profile is not None
-        return self.profile.literal_prefixes or None
+        return self.profile.literal_prefixes or self.profile.led_prefixes or None
 
     @property
     def first_chars(self) -> frozenset[str] | None:
+        """Characters a match can start with, for the fast path's test; for a pattern led by
+        a run of whitespace, those its texts start with (the fast path also sends a chunk
+        that ends in whitespace to the scan, `StatePlan.run_of_space`)."""
         if self.delimiter.literals is not None:
             return frozenset(literal[0] for literal in self.delimiter.literals)
         assert self.profile is not None
+        if self.led_by_space:
+            return frozenset(text[0] for text in self.profile.led_prefixes)
         return self.profile.first_chars
+
+    @property
+    def led_by_space(self) -> bool:
+        r"""Whether every match is a run of `\s` and then one of `starts`."""
+        return self.profile is not None and self.profile.led_by == LED_BY_SPACE
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,16 @@ class StatePlan:
         texts = self.start_texts or ()
         if any(other in text[1:-1] for text in texts for other in texts):
             return False
-        return all(watch.profile is None or watch.profile.prefix_at_start for watch in self.watches)
+        return all(
+            watch.profile is None or watch.profile.prefix_at_start or watch.profile.led_by
+            for watch in self.watches
+        )
+
+    @property
+    def run_of_space(self) -> bool:
+        r"""Whether a chunk that ends in whitespace must go to the scan: it may begin a match
+        of a pattern led by a run of `\s` (held back, as the reference holds it)."""
+        return any(watch.led_by_space for watch in self.watches)
 
 
 @dataclass(frozen=True)

@@ -182,6 +182,7 @@ class FieldNames:
                 base,
                 f"{base}_RE",
                 f"{base}_RUNS",
+                f"{base}_LED_BY",
                 f"{base}_PREFIX",
             ]
         for plan in self.content.walk():

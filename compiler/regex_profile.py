@@ -67,6 +67,12 @@ class RegexProfile:
     # True when nothing precedes a prefix (no look-behind, anchor or look-ahead that could
     # refuse a position): then any piece of one at the buffer's end is a partial match.
     prefix_at_start: bool = False
+    # For a pattern R* + REST (`\s*<think>`): a pattern for a run of R, and the texts REST
+    # starts with one of, none of them with an R character ("" and () for other shapes).
+    # A match is then a run of R and one of those texts; a partial one, a run of R and a
+    # piece of one (maybe empty) at the buffer's end (see _led_by).
+    led_by: str = ""
+    led_prefixes: tuple[str, ...] = ()
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
     # True when a search over a short text cannot run long whatever the text: every
@@ -126,10 +132,13 @@ def profile(pattern: str) -> RegexProfile:
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
     chars, nullable = first(items)
+    led_by, led_prefixes = _led_by(pattern, items)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
         literal_prefixes=_literal_prefixes(items),
+        led_by=led_by,
+        led_prefixes=led_prefixes,
         prefix_at_start=_starts_with_literal(items),
         runs=_runs(pattern, items),
         cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
@@ -423,6 +432,58 @@ def _literal_prefixes(items: list[Any]) -> tuple[str, ...]:
             return ()
         prefixes.append(prefix)
     return tuple(dict.fromkeys(prefixes)) if len(prefixes) > 1 else ()
+
+
+def _led_by(pattern: str, items: list[Any]) -> tuple[str, tuple[str, ...]]:
+    """(a pattern for a run of R, the texts REST starts with) for a pattern R* + REST, R one
+    character class repeated greedily from zero times without bound, when every match of
+    REST starts with a literal one of those texts and none of them starts with an R
+    character: then a match is a run of R and one of the texts, and a partial match a run
+    of R and a piece of one (maybe empty) running into the buffer's end. ("", ()) for any
+    other shape."""
+    if len(items) < 2 or items[0][0] is not sre.MAX_REPEAT or items[0][1][0] != 0:
+        return "", ()
+    repeat = _single_repeat(*items[0])
+    spans = _atoms(pattern)
+    if repeat is None or not spans:
+        return "", ()
+    written = pattern[: spans[0][1]]  # the first atom, checked by reparsing it
+    tree = parse(written)
+    if tree is None or str(list(tree)) != str(items[:1]):
+        return "", ()
+    run = _run_pattern(written, repeat[1])
+    texts = _leading_texts(items[1:])
+    if not run or not texts:
+        return "", ()
+    compiled = regex.compile(run, regex.DOTALL)  # the engine that will run it
+    if any(compiled.fullmatch(text[0]) for text in texts):
+        return "", ()
+    return run, texts
+
+
+def _leading_texts(items: list[Any]) -> tuple[str, ...]:
+    r"""The literal texts every match of `items` starts with one of, each non-empty, through
+    groups, alternations and optional groups (`(?:<a>\s*)?<b>`: "<a>" or "<b>"); () when
+    some match may start otherwise (or not at all, with no text)."""
+    if not items:
+        return ()
+    op, av = items[0]
+    if op is sre.LITERAL:
+        return (_literal_prefix(items),)
+    if op is sre.SUBPATTERN and not av[1] and not av[2]:  # a group that changes no flag
+        return _leading_texts(list(av[-1]) + items[1:])
+    options: list[list[Any]] = []
+    if op is sre.BRANCH:
+        options = [list(branch) + items[1:] for branch in av[1]]
+    elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT) and av[0] == 0 and av[1] == 1:
+        options = [list(av[2]) + items[1:], items[1:]]
+    texts: list[str] = []
+    for option in options:
+        found = _leading_texts(option)
+        if not found:
+            return ()
+        texts.extend(found)
+    return tuple(dict.fromkeys(texts))
 
 
 def _starts_with_literal(items: list[Any]) -> bool:

@@ -78,6 +78,8 @@ THINKING_CLOSE_PREFIX = "<|inner_suffix|>"
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<\|tools_prefix\|>", regex.DOTALL)
+TOOL_CALLS_OPEN_LED_BY = r"\s*"
+TOOL_CALLS_OPEN_PREFIX = "<|tools_prefix|>"
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -185,6 +187,19 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text and self._state.may_start(text)) or text[-1].isspace():
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -280,11 +295,19 @@ class Parser(CompiledParser):
         ),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, cheap=True, target=TOOL_CALLS_STATE
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=1,
+                led_by=TOOL_CALLS_OPEN_LED_BY,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
+                cheap=True,
+                target=TOOL_CALLS_STATE,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

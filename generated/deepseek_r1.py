@@ -100,6 +100,8 @@ TOOL_CALLS_OPEN_RUNS = (
         r"\s*",
     ),
 )
+TOOL_CALLS_OPEN_LED_BY = r"\s*"
+TOOL_CALLS_OPEN_PREFIX = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>")
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -107,10 +109,14 @@ TOOL_CALLS_CLOSE_RE = regex.compile("\\s*```\\s*<｜tool▁call▁end｜>", rege
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>"),)
+TOOL_CALLS_CLOSE_LED_BY = r"\s*"
+TOOL_CALLS_CLOSE_PREFIX = "```"
 
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
+CONTENT_CLOSE_LED_BY = r"\s*"
+CONTENT_CLOSE_PREFIX = "<｜"
 
 
 class Parser(CompiledParser):
@@ -164,6 +170,19 @@ class Parser(CompiledParser):
 
     # fields.tool_calls
 
+    def _feed_tool_calls(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("`" in text and self._state.may_start(text)) or text[-1].isspace():
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
+
     @staticmethod
     def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # fields.tool_calls.close_pattern
@@ -194,6 +213,19 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
+
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text and self._state.may_start(text)) or text[-1].isspace():
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -263,12 +295,15 @@ class Parser(CompiledParser):
                 "tool_calls",
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
+                led_by=TOOL_CALLS_CLOSE_LED_BY,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
                 cheap=True,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_tool_calls,
-        feed=None,
+        feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
         store="append",
@@ -284,13 +319,24 @@ class Parser(CompiledParser):
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
+                led_by=TOOL_CALLS_OPEN_LED_BY,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
+            RegexDelimiter(
+                CLOSE,
+                "content",
+                CONTENT_CLOSE_RE,
+                rank=2,
+                led_by=CONTENT_CLOSE_LED_BY,
+                prefix=CONTENT_CLOSE_PREFIX,
+                cheap=True,
+            ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

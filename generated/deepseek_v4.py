@@ -120,6 +120,8 @@ TOOL_CALLS_TAG_RE = regex.compile(
 CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜tool_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )
+CONTENT_CLOSE_LED_BY = r"\s*"
+CONTENT_CLOSE_PREFIX = "<"
 
 
 def _tool_calls_kind0(raw: Any) -> Any:
@@ -334,7 +336,15 @@ class Parser(CompiledParser):
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
+            RegexDelimiter(
+                CLOSE,
+                "content",
+                CONTENT_CLOSE_RE,
+                rank=2,
+                led_by=CONTENT_CLOSE_LED_BY,
+                prefix=CONTENT_CLOSE_PREFIX,
+                cheap=True,
+            ),
         ),
         scan=_scan_content,
         feed=None,

@@ -79,6 +79,8 @@ START_ANCHOR = ("<｜hy_Assistant｜>",)
 # fields.thinking.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 THINKING_OPEN_RE = regex.compile(r"\s*<think(?::[^\s>]+)?>", regex.DOTALL)
+THINKING_OPEN_LED_BY = r"\s*"
+THINKING_OPEN_PREFIX = "<think"
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where one of its branches' literal prefixes does.
@@ -100,6 +102,8 @@ TOOL_CALLS_OPEN_RUNS = (
         r"\s*(?:<tool_calls(?::[^\s>]+)?>\s*)?<tool_call(?::[^\s>]+)?>\s*(?P<name>[^\s<]+)", r"\s*"
     ),
 )
+TOOL_CALLS_OPEN_LED_BY = r"\s*"
+TOOL_CALLS_OPEN_PREFIX = ("<tool_calls", "<tool_call")
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -125,6 +129,8 @@ CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTA
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 CONTENT_CLOSE_RUNS = (HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),)
+CONTENT_CLOSE_LED_BY = r"\s*"
+CONTENT_CLOSE_PREFIX = "</tool_calls"
 
 
 class Parser(CompiledParser):
@@ -225,6 +231,19 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text and self._state.may_start(text)) or text[-1].isspace():
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -320,22 +339,39 @@ class Parser(CompiledParser):
         "content",
         patterns=(
             RegexDelimiter(
-                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+                OPEN,
+                "thinking",
+                THINKING_OPEN_RE,
+                rank=0,
+                led_by=THINKING_OPEN_LED_BY,
+                prefix=THINKING_OPEN_PREFIX,
+                cheap=True,
+                target=THINKING_STATE,
             ),
             RegexDelimiter(
                 OPEN,
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
+                led_by=TOOL_CALLS_OPEN_LED_BY,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
             RegexDelimiter(
-                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True, runs=CONTENT_CLOSE_RUNS
+                CLOSE,
+                "content",
+                CONTENT_CLOSE_RE,
+                rank=2,
+                led_by=CONTENT_CLOSE_LED_BY,
+                prefix=CONTENT_CLOSE_PREFIX,
+                cheap=True,
+                runs=CONTENT_CLOSE_RUNS,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

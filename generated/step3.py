@@ -108,6 +108,8 @@ TOOL_CALLS_OPEN_RUNS = (
         '">',
     ),
 )
+TOOL_CALLS_OPEN_LED_BY = r"\s*"
+TOOL_CALLS_OPEN_PREFIX = ("<｜tool_calls_begin｜>", "<｜tool_sep｜>", "<｜tool_call_begin｜>")
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -125,6 +127,8 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # fields.content.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool_calls_end｜>|<\\|EOT\\|>)", regex.DOTALL)
+CONTENT_CLOSE_LED_BY = r"\s*"
+CONTENT_CLOSE_PREFIX = "<"
 
 
 class Parser(CompiledParser):
@@ -224,6 +228,19 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text and self._state.may_start(text)) or text[-1].isspace():
+            return self._scan_feed(text)
+        self._fed += len(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -315,13 +332,24 @@ class Parser(CompiledParser):
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
+                led_by=TOOL_CALLS_OPEN_LED_BY,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
+            RegexDelimiter(
+                CLOSE,
+                "content",
+                CONTENT_CLOSE_RE,
+                rank=2,
+                led_by=CONTENT_CLOSE_LED_BY,
+                prefix=CONTENT_CLOSE_PREFIX,
+                cheap=True,
+            ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

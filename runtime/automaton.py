@@ -228,6 +228,8 @@ class RegexDelimiter:
         "memo",
         "cheap",
         "runs",
+        "led_prefixes",
+        "run_back",
         "_attempts",
         "_branches",
     )
@@ -243,6 +245,7 @@ class RegexDelimiter:
         memo: bool = True,
         cheap: bool = False,
         runs: tuple[HeldRun, ...] = (),
+        led_by: str | None = None,
         target: State | None = None,
     ) -> None:
         self.kind = kind
@@ -250,7 +253,15 @@ class RegexDelimiter:
         self.rank = rank
         self.target = target
         self.pattern = pattern
-        self.prefixes = (prefix,) if isinstance(prefix, str) and prefix else tuple(prefix)
+        prefixes = (prefix,) if isinstance(prefix, str) and prefix else tuple(prefix)
+        # A pattern led by a run (`\s*<think>`, compiler RegexProfile.led_by): its matches
+        # are a run of `led_by` and then one of its prefixes, so they do not start where a
+        # prefix does (`prefixes` is then empty), and a partial one is a run and a piece of
+        # a prefix (maybe empty) at the buffer's end (`run_and_piece`).
+        self.prefixes = () if led_by else prefixes
+        self.led_prefixes = prefixes if led_by else ()
+        # The run of `led_by` that ends at a position, read backwards from it.
+        self.run_back = regex.compile(led_by, regex.DOTALL | regex.REVERSE) if led_by else None
         self.memo = memo
         self.cheap = cheap
         self.runs = runs  # how a held match can wait (see `waits`)
@@ -475,6 +486,22 @@ class RegexDelimiter:
         kind = "open_pattern" if self.kind == OPEN else "close_pattern"
         return f"fields.{self.field}.{kind}"
 
+    def run_and_piece(self, text: str) -> int:
+        """For a pattern led by a run: where its partial match at the end of `text` starts,
+        when no prefix occurs in `text`: at the run before the longest piece of a prefix
+        there (or before the end), or -1 if that is empty. The run cannot reach into the
+        piece: no prefix starts with a run character."""
+        assert self.run_back is not None
+        size = len(text)
+        piece = size
+        for prefix in self.led_prefixes:
+            start = piece_at_end(text, prefix)
+            if start != -1 and start < piece:
+                piece = start
+        run = self.run_back.match(text, 0, piece)  # `R*`: it matches, maybe empty
+        start = piece if run is None else run.start()
+        return -1 if start == size else start
+
     def _piece_at_end(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
         starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
@@ -515,6 +542,7 @@ class State:
         "leads",
         "at_end",
         "starts_or_piece",
+        "led",
         "plain_pieces",
         "store",
         "join",
@@ -577,7 +605,12 @@ class State:
         # fast path's character test already says everything); `starts` finds them.
         texts = {literal for delim in literals for literal in delim.literals}
         texts.update(prefix for delim in patterns for prefix in delim.prefixes)
-        known = all(delim.prefixes for delim in patterns) and any(len(text) > 1 for text in texts)
+        texts.update(prefix for delim in patterns for prefix in delim.led_prefixes)
+        known = all(delim.prefixes or delim.led_prefixes for delim in patterns) and any(
+            len(text) > 1 for text in texts
+        )
+        # Patterns led by a run: a piece at the end may be preceded by a run they hold too.
+        self.led = tuple(delim for delim in patterns if delim.run_back is not None)
         self.start_texts = (
             tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
         )
@@ -649,6 +682,17 @@ class State:
                     found = index
                     break
                 index = text.find(lead, index + 1, found if found != -1 else len(text))
+        return found
+
+    def held_at_end(self, text: str) -> int:
+        """Where the text a scan holds back at the end of `text` starts, when no start text
+        occurs in it (and `plain_pieces`), or -1: the longest piece of a start text, or
+        earlier, the run before it (or before the end) of a pattern led by a run."""
+        found = self.piece_at_end(text)
+        for delim in self.led:
+            start = delim.run_and_piece(text)
+            if start != -1 and (found == -1 or start < found):
+                found = start
         return found
 
     def _is_piece(self, text: str) -> bool:

@@ -100,11 +100,12 @@ class Scanner:
         state = self._state
         if state.starts is not None and text:
             # Two outcomes of a scan step need no scan: nothing in the text can start a
-            # delimiter (route it all), or only its end can, as a piece of one (hold that).
+            # delimiter (route it all), or only its end can, as a piece of one, or a run
+            # that leads one (hold that, unless it is long enough to wait on).
             buf = self._pending + text
             if state.starts.search(buf) is None:
-                piece = state.piece_at_end(buf)
-                if piece == -1 or state.plain_pieces:
+                piece = state.held_at_end(buf) if state.led else state.piece_at_end(buf)
+                if piece == -1 or (state.plain_pieces and len(buf) - piece < self.WAIT_AFTER):
                     self._base = self._fed - len(self._pending)
                     self._pos = 0
                     self._fed += len(text)

@@ -149,6 +149,10 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"<u>call:(?P<n>[\w.-]+)", ["<u>call:a.b-c", "<u>call:", "<u>call:x y"]),
     (r"<v>\s*?x", ["<v>  x", "<v> y x"]),
     (r"<q>[a<]*<", ["<q>aa<", "<q>a<a", "<q>"]),
+    # Led by a run (RegexProfile.led_by): held as the run and a piece of a prefix.
+    (r"\s*(?:<a1>\s*)?<b1=(?P<n>\w+)>", [" <a1> <b1=x>", "<b1=y>", "\n<a1><b1=", "  <a"]),
+    (r"\s*(?:<e1>|<e2>)", ["  <e1>", "<e2>", " \n<e", " "]),
+    (r"[ \t]*<p1>", [" \t<p1>", "<p1>", "\t<p", " "]),
     # A look-behind that cannot be bounded: the parser keeps the whole stream.
     (r"(?<=\n\s*)<w>", ["\n  <w>", "\n<w>", "x <w>"]),
 ]

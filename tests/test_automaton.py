@@ -365,3 +365,18 @@ def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
     assert state.at_end is None and state.starts_or_piece is None
     assert state.piece_at_end("text " + literal[:1500]) == len("text ")
     assert state.may_start("x" + literal[:10]) and not state.may_start("xa<b")
+
+
+def test_every_regex_whitespace_character_is_whitespace_to_str_isspace() -> None:
+    """The fast path of a state watching a pattern led by `\\s*` sends a chunk ending in
+    whitespace to the scan with `text[-1].isspace()` (compiler.automaton.LED_BY_SPACE):
+    that must hold for every character `regex` matches with `\\s`."""
+    space = regex.compile(r"\s")
+    missed = [
+        code
+        for code in range(0x110000)
+        if not 0xD800 <= code <= 0xDFFF
+        and space.match(chr(code))
+        and not chr(code).isspace()
+    ]
+    assert missed == []
