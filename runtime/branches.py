@@ -7,6 +7,8 @@ reference interpreter pays the same. `Branches` finds the same match from fast s
 
 - the pattern is split at its top-level `|` into branches, each searched on its own; the
   leftmost start wins, the earlier branch at an equal start (as the alternation tries them);
+  a pattern `(?:A|B)S` is split as `AS|BS` (xlam's open: an alternation of openers, then a
+  look-ahead for the call), which tries the same things in the same order;
 - a branch written `\\s*REST` (or `\\n?REST`, `" *REST"`: one class, `*` or `?`), where
   REST can neither match empty nor begin with a character of that class, matches where
   REST matches, extended left over the run of those characters before it: the repeat is
@@ -278,12 +280,11 @@ def split(pattern: Any) -> Branches | None:
     """A faster way to search `pattern` (see the module docstring), or None."""
     if pattern.flags & (regex.VERBOSE | regex.ASCII | regex.VERSION1):
         return None
-    source = pattern.pattern
-    if source.startswith("(?:") and _group_close(source, 0) == len(source) - 1:
-        source = source[3:-1]  # one non-capturing group around it all
-    branches = _top_level_branches(source)
+    branches = _top_level_branches(_unwrapped(pattern.pattern))
     if branches is None:
         return None
+    if len(branches) == 1:
+        branches = _distributed(branches[0])
     parts: list[tuple[frozenset[str], int, Any, Any, str]] = []
     for branch in branches:
         lead = _lead(branch)
@@ -302,6 +303,35 @@ def split(pattern: Any) -> Branches | None:
     if len(parts) == 1 and not parts[0][1] and not parts[0][4]:
         return None  # nothing to gain: the pattern itself
     return Branches(parts)
+
+
+def _unwrapped(source: str) -> str:
+    """`source` without one non-capturing group around it all."""
+    if source.startswith("(?:") and _group_close(source, 0) == len(source) - 1:
+        return source[3:-1]
+    return source
+
+
+def _distributed(source: str) -> list[str]:
+    """`(?:A|B)S` as the branches `AS`, `BS` (the alternation tried first, then S, is
+    what `AS|BS` tries, backtracking included); [source] for any other shape, and when
+    S is quantifying the group, holds a capture group (which the copies would duplicate)
+    or a top-level `|`."""
+    if not source.startswith("(?:"):
+        return [source]
+    close = _group_close(source, 0)
+    suffix = source[close + 1 :]
+    if close < 0 or not suffix or suffix[0] in _QUANTIFIERS:
+        return [source]
+    inner = _top_level_branches(source[3:close])
+    if inner is None or len(inner) < 2 or _top_level_branches(suffix) != [suffix]:
+        return [source]
+    try:
+        if regex.compile(suffix).groups:
+            return [source]
+    except regex.error:
+        return [source]
+    return [branch + suffix for branch in inner]
 
 
 def _starts_without(chars: frozenset[str], source: str, compiled: Any) -> bool:

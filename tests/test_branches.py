@@ -126,6 +126,19 @@ def test_catalog_whitespace_led_patterns_split() -> None:
     assert led and all(split(pattern) is not None for pattern in led)
 
 
+def test_an_alternation_followed_by_more_splits_into_its_branches() -> None:
+    """`(?:A|B)S` is searched as `AS|BS` (xlam's open: four literal-led branches, not a
+    match attempt at every position); not when S quantifies the group or captures."""
+    xlam = regex.compile(
+        r"(?:^\s*|```(?:json)?\s*|\[TOOL_CALLS\]\s*|<tool_call>\s*)(?=\[\s*\{)", regex.DOTALL
+    )
+    branches = split(xlam)
+    assert branches is not None and branches.literal_led
+    assert [part[4] for part in branches.parts] == ["", "```", "[TOOL_CALLS]", "<tool_call>"]
+    for source in (r"(?:<a>|<b>)+x", r"(?:<a>|<b>)(?P<n>x)", r"(?:<a>|<b>){2}"):
+        assert split(regex.compile(source)) is None, source
+
+
 TIES = [
     r"a|ab",
     r"\s*<a>|\s*<a>x",
@@ -140,6 +153,10 @@ TIES = [
     r"\n?</a>|<a>\n?",
     r"(?:^|<a>\s*)",
     r" *<a>| ?<b>",
+    r"(?:^\s*|<a>\s*)(?=x)",
+    r"(?:a|<a>)x",
+    r"(?:<a>|<a>x)\s*x",
+    r"(?:\s*<a>| ?<b>)(?=x|<a>)",
 ]
 
 
