@@ -398,8 +398,10 @@ class RegexDelimiter:
     def _partial_search(self, buf: str, pos: int, narrowed: bool = False) -> Any:
         """(start, end, True, match) of the leftmost partial match at or after `pos`, or None."""
         timeout = errors.regex_timeout(len(buf) - pos)
-        if self.memo and not self.prefixes and len(buf) - pos > SPLIT_AFTER:
-            narrowing = None if narrowed else self.narrowing()
+        if self.memo and len(buf) - pos > SPLIT_AFTER:
+            # A pattern with prefixes is searched from the first place a match can start;
+            # split, it may still search faster than from there on (runtime.branches).
+            narrowing = None if narrowed or self.prefixes else self.narrowing()
             if narrowing is not None:
                 return self._partial_narrowed(buf, narrowing.partial_from(buf, pos), narrowing)
             branches = self._branches
