@@ -8,7 +8,7 @@ reference interpreter pays the same. `Branches` finds the same match from fast s
 - the pattern is split at its top-level `|` into branches, each searched on its own; the
   leftmost start wins, the earlier branch at an equal start (as the alternation tries them);
   a pattern `(?:A|B)S` is split as `AS|BS` (xlam's open: an alternation of openers, then a
-  look-ahead for the call), and `(?:A)?S` as `AS|S` (`\s*(?:<tool_call>\s*)?<function=`),
+  look-ahead for the call), and `(?:A)?S` as `AS|S` (`\\s*(?:<tool_call>\\s*)?<function=`),
   which try the same things in the same order;
 - a branch written `\\s*REST` (or `\\n?REST`, `" *REST"`: one class, `*` or `?`), where
   REST can neither match empty nor begin with a character of that class, matches where
@@ -197,10 +197,13 @@ class Branches:
     matches cheaply (see RegexDelimiter.attempts), and the literal every match of the rest
     starts with ("" if none is known)."""
 
-    __slots__ = ("parts", "literal_led")
+    __slots__ = ("parts", "literal_led", "lead_led")
 
     def __init__(self, parts: list[tuple[frozenset[str], int, Any, Any, str]]) -> None:
         self.parts = parts
+        # Whether some part has a lead: the whole pattern's search then tries a match at
+        # every position of a run of the lead's characters.
+        self.lead_led = any(part[1] for part in parts)
         # Whether every rest starts with a literal (or is anchored at the start of the text,
         # `^` without MULTILINE): then `partial` can run, each search being quick.
         self.literal_led = all(

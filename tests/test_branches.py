@@ -217,17 +217,22 @@ def test_catalog_delimiters_search_as_their_patterns(
     entry: tuple[RegexDelimiter, list[str]], data: Any
 ) -> None:
     """Every catalog delimiter's search (prefixes, split branches, narrowing, partial
-    attempts: SPLIT_AFTER 0 makes every buffer long) finds what its pattern finds."""
+    attempts) finds what its pattern finds: with SPLIT_AFTER 0 every buffer is long; with
+    SHORT_SPAN and LEAD_SPAN 0 every buffer is short, and split when the pattern has a lead."""
     delim, samples = entry
     buf = "".join(data.draw(st.lists(st.sampled_from([*samples, *WORDS]), max_size=6)))
     pos = data.draw(st.integers(0, len(buf)))
     eos = data.draw(st.booleans())
-    saved = runtime.automaton.SPLIT_AFTER
-    runtime.automaton.SPLIT_AFTER = 0
+    module = runtime.automaton
+    saved = module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN
+    if data.draw(st.booleans()):
+        module.SPLIT_AFTER = 0
+    else:
+        module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN = 10_000, 0, 0
     try:
         hit = delim.search(buf, pos, eos, len(buf))
     finally:
-        runtime.automaton.SPLIT_AFTER = saved
+        module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN = saved
     ours = None if hit is None or isinstance(hit, int) else (*outcome(hit[3], hit[0]), hit[2])
     if ours is not None:
         ours = (ours[0], hit[1], ours[2], ours[3])  # the span the parser uses
