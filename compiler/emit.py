@@ -23,7 +23,8 @@ from typing import Any
 from . import __version__, parts
 from .automaton import StatePlan, Watch, build_automaton
 from .ir import ContentPlan, Deferred, Field, Operation, Placeholder, Template
-from .quoting import comment, identifier, quote
+from .quoting import comment, identifier, module_name, quote
+from .scan_step import ScanStep, plan_scan_step
 
 LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
 # No generated line is longer than this (tests/test_generated_shape.py checks it).
@@ -106,14 +107,14 @@ class PlanNames:
         return written
 
     @property
-    def imports(self) -> set[str]:
-        """The names this plan's code imports from `runtime`."""
+    def imports(self) -> set[tuple[str, str]]:
+        """(module, name) for each name this plan's code imports."""
         part = self.part
         if part is None:
             return set()
-        used = set(part.imports)
+        used = {(part.module, name) for name in part.imports}
         if any(isinstance(value, Deferred) for _, value in self.constants):
-            used.add("Defect")
+            used.add(("runtime", "Defect"))
         return used
 
     @property
@@ -165,11 +166,15 @@ class FieldNames:
     def close(self) -> str:
         return f"_close_{self.slug}"
 
+    @property
+    def scan(self) -> str:
+        return f"_scan_{self.slug}"
+
     def delimiter(self, kind: str) -> str:
         return f"{self.upper}_{kind.upper()}"
 
     def identifiers(self) -> list[str]:
-        names = [self.state, self.feed, self.close]
+        names = [self.state, self.feed, self.scan, self.close]
         names.append(f"{self.upper}_STOP")
         for kind in ("open", "close"):
             base = self.delimiter(kind)
@@ -257,6 +262,7 @@ class StateContext:
     # Whether the fast path asks the state if a start text occurs (State.may_start): the
     # texts are all known, and the character test alone would send too much to the scan.
     starts: bool
+    scan: ScanStep  # the generated scan step
 
     @property
     def stop_pattern(self) -> str:
@@ -313,6 +319,7 @@ def _environment() -> Any:
         "q": quote,
         "comment": comment,
         "ident": identifier,
+        "module_name": module_name,
         "join": _join,
         "char_list": _char_list,
         # text-shaping builtins, only ever applied to compiler-made strings
@@ -425,6 +432,16 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         feed = names.feed if names is not None else "_outside_regions"
         if len(stop_chars) > MAX_INLINE_STOP_CHARS:
             stop = f"{prefix}_STOP"
+    scan = plan_scan_step(
+        plan,
+        names.scan if names is not None else "_scan_outside_regions",
+        {name: item.slug for name, item in by_field.items()},
+        {
+            watch.delimiter.path: by_field[watch.field.name].delimiter(watch.kind)
+            for watch in plan.watches
+            if watch.delimiter.is_literal
+        },
+    )
     return StateContext(
         plan=plan,
         names=names,
@@ -432,40 +449,58 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         feed=feed,
         stop=stop,
         starts=bool(feed and plan.start_texts),
+        scan=scan,
     )
 
 
 def _runtime_imports(
     template: Template, fields: list[FieldNames], states: list[StateContext]
-) -> list[str]:
-    used = {"CompiledParser", "Event", "State"}
+) -> list[tuple[str, list[str]]]:
+    """(module, names) for each module the generated code imports from: the runtime's core
+    from `runtime`, each part's function from the module its registry entry names."""
+    core = {"CompiledParser", "Event", "Memo", "State", "Step"}
+    if any(state.scan.shape == "general" for state in states):
+        core.add("Hit")
     if any(state.feed and state.names is not None for state in states):
-        used.add("PARTS_PER_BLOCK")
+        core.add("PARTS_PER_BLOCK")
     for state in states:
         for watch in state.plan.watches:
-            used.add(watch.kind.upper())
-            used.add("LiteralDelimiter" if watch.delimiter.is_literal else "RegexDelimiter")
+            core.add(watch.kind.upper())
+            core.add("LiteralDelimiter" if watch.delimiter.is_literal else "RegexDelimiter")
             if watch.profile is not None and watch.profile.runs:
-                used.add("HeldRun")
-    used.add("after_last_literal" if template.start_anchor.is_literal else "after_last_match")
+                core.add("HeldRun")
+    core.add("after_last_literal" if template.start_anchor.is_literal else "after_last_match")
+    used = {("runtime", name) for name in core}
     for names in fields:
         f = names.field
         for plan in names.content.walk():
             used |= plan.imports
-        used.update(parts.STORAGE[f.storage].imports)
+        storage = parts.STORAGE[f.storage]
+        used.update((storage.module, name) for name in storage.imports)
         if f.transform_each:
-            used.add("each_item")
+            used.add(("runtime", "each_item"))
         for placeholder in _placeholders(f.transform):
             if not placeholder.loop and (f.transform_each or placeholder.root != "content"):
-                used.add("lookup")
+                used.add(("runtime", "lookup"))
             if placeholder.keys:
-                used.add("dig")
+                used.add(("runtime", "dig"))
         for operation in parts.operations(f.transform):
-            used.update(parts.OPERATIONS[operation.name].imports)
-    # isort's order: CONSTANTS, then Classes, then functions
-    return sorted(
-        used, key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
-    )
+            entry = parts.OPERATIONS[operation.name]
+            used.update((entry.module, name) for name in entry.imports)
+    modules: dict[str, list[str]] = {}
+    for module, name in sorted(used):
+        modules.setdefault(module, []).append(name)
+    # isort's order: modules by name; in each, CONSTANTS, then Classes, then functions
+    return [
+        (
+            module,
+            sorted(
+                names,
+                key=lambda name: (0 if name.isupper() else 1 if name[0].isupper() else 2, name),
+            ),
+        )
+        for module, names in sorted(modules.items())
+    ]
 
 
 def _placeholders(node: Any) -> list[Placeholder]:

@@ -14,7 +14,7 @@ An entry holds:
   reads a v1 part's arguments leniently (a malformed value fails when a region closes,
   see compiler.content), so for v1 parts the schema documents the keys it reads;
 - its lowering into the IR;
-- the runtime function generated code calls (exported by `runtime`, defined in `module`),
+- the runtime function generated code calls (imported from `module`, where it is defined),
   and how the call is written from the lowered plan;
 - for storage modes, how a parsed value is stored, and how the raw text of a region that
   does not parse is stored in the lenient modes (`on_error="keep_raw"`).
@@ -114,7 +114,7 @@ class ContentPart:
 
     @property
     def imports(self) -> tuple[str, ...]:
-        """The names a module calling this part imports from `runtime` (always needed)."""
+        """The names a module calling this part imports from `module` (always needed)."""
         return (self.function,) if self.function else ()
 
 

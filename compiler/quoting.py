@@ -92,3 +92,10 @@ def identifier(name: str) -> str:
     if not (name.isidentifier() and name.isascii()) or keyword.iskeyword(name):
         raise QuotingError(f"not a safe identifier: {name!r}")
     return name
+
+
+def module_name(name: str) -> str:
+    """A dotted module path from the parts registry; refuse anything else."""
+    for part in name.split("."):
+        identifier(part)
+    return name

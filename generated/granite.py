@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -22,15 +22,18 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    Hit,
     LiteralDelimiter,
+    Memo,
     RegexDelimiter,
     State,
+    Step,
     after_last_literal,
     each_item,
     lookup,
-    parse_json,
-    require_str,
 )
+from runtime.content import parse_json
+from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -112,6 +115,21 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_thinking(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.thinking.close_pattern
+        thinking_close = state.watched[0]
+        size = len(buf)
+        hit = thinking_close.next_hit(buf, pos, eos, size, memo)
+        if hit is None:
+            return None, size
+        start, end, pending, match = hit
+        if pending:
+            return None, start
+        if start == size:  # a match must start before the held-back text, which starts here
+            return None, size
+        return (start, end, thinking_close, match), size
+
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking.content: text
         content = self._body().strip()
@@ -133,6 +151,18 @@ class Parser(CompiledParser):
         if len(parts) >= PARTS_PER_BLOCK:
             self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
+
+    @staticmethod
+    def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.tool_calls.close: one search for it.
+        tool_calls_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(TOOL_CALLS_CLOSE), tool_calls_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls.content: json
@@ -169,6 +199,40 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.thinking.open_pattern
+        # fields.tool_calls.open
+        # fields.content.close
+        thinking_open, tool_calls_open, content_close = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        found = state.next_literal(buf, pos, memo)  # the leftmost of the literals
+        if found != -1:
+            text = state.literal_at(buf, found)  # the longest literal there
+            if text in TOOL_CALLS_OPEN:
+                best = (found, found + len(text), tool_calls_open, None)
+            elif text == CONTENT_CLOSE:
+                best = (found, found + len(text), content_close, None)
+        # fields.thinking.open_pattern
+        limit = hold if best is None or hold < best[0] else best[0]
+        hit = thinking_open.next_hit(buf, pos, eos, limit, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif best is None or start < best[0] or (start == best[0] and end >= best[1]):
+                best = (start, end, thinking_open, match)
+        if not eos and min(hold, size if best is None else best[0]) >= size - state.literal_reach:
+            # Only now can a literal arriving at the end of the buffer decide the step.
+            hold = state.literal_piece(buf, pos, found, hold)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
+
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
         content = self._body().strip()
@@ -194,6 +258,7 @@ class Parser(CompiledParser):
             ),
         ),
         plain_pieces=True,
+        scan=_scan_thinking,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -201,6 +266,7 @@ class Parser(CompiledParser):
         "tool_calls",
         literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -223,6 +289,7 @@ class Parser(CompiledParser):
             ),
         ),
         plain_pieces=True,
+        scan=_scan_content,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

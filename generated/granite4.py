@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -22,15 +22,18 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    Hit,
     LiteralDelimiter,
+    Memo,
     RegexDelimiter,
     State,
+    Step,
     after_last_literal,
     dig,
-    json_decode,
-    parse_json,
-    require_str,
 )
+from runtime.content import parse_json
+from runtime.extensions import json_decode
+from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -100,6 +103,21 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
+    @staticmethod
+    def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.tool_calls.close_pattern
+        tool_calls_close = state.watched[0]
+        size = len(buf)
+        hit = tool_calls_close.next_hit(buf, pos, eos, size, memo)
+        if hit is None:
+            return None, size
+        start, end, pending, match = hit
+        if pending:
+            return None, start
+        if start == size:  # a match must start before the held-back text, which starts here
+            return None, size
+        return (start, end, tool_calls_close, match), size
+
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls.content: json
         content = parse_json(self._body())
@@ -118,6 +136,35 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
+
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.tool_calls.open_pattern
+        # fields.content.close
+        tool_calls_open, content_close = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        found = state.next_literal(buf, pos, memo)  # the leftmost of the literals
+        if found != -1:
+            best = (found, found + len(CONTENT_CLOSE), content_close, None)
+        # fields.tool_calls.open_pattern
+        limit = hold if best is None or hold < best[0] else best[0]
+        hit = tool_calls_open.next_hit(buf, pos, eos, limit, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif best is None or start < best[0] or (start == best[0] and end >= best[1]):
+                best = (start, end, tool_calls_open, match)
+        if not eos and min(hold, size if best is None else best[0]) >= size - state.literal_reach:
+            # Only now can a literal arriving at the end of the buffer decide the step.
+            hold = state.literal_piece(buf, pos, found, hold)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
 
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
@@ -143,6 +190,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -156,6 +204,7 @@ class Parser(CompiledParser):
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
             ),
         ),
+        scan=_scan_content,
         feed=None,
         close=_close_content,
         implicit=True,

@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -23,14 +23,17 @@ from runtime import (
     CompiledParser,
     Event,
     HeldRun,
+    Hit,
     LiteralDelimiter,
+    Memo,
     RegexDelimiter,
     State,
+    Step,
     after_last_literal,
     dig,
-    parse_json,
-    require_str,
 )
+from runtime.content import parse_json
+from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -134,6 +137,18 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_thinking(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.thinking.close: one search for it.
+        thinking_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(THINKING_CLOSE), thinking_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
+
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking.content: text
         content = self._body()
@@ -158,6 +173,18 @@ class Parser(CompiledParser):
         if len(parts) >= PARTS_PER_BLOCK:
             self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.content.close: one search for it.
+        content_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(CONTENT_CLOSE), content_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
 
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
@@ -184,6 +211,18 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
+    @staticmethod
+    def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.tool_calls.close: one search for it.
+        tool_calls_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(TOOL_CALLS_CLOSE), tool_calls_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
+
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls.content: json
         content = parse_json(self._body())
@@ -201,12 +240,55 @@ class Parser(CompiledParser):
         self._output.setdefault("tool_calls", []).append(value)
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
+    @staticmethod
+    def _scan_outside_regions(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.content.open_pattern
+        # fields.thinking.open_pattern
+        # fields.tool_calls.open_pattern
+        content_open, thinking_open, tool_calls_open = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        # fields.content.open_pattern
+        hit = content_open.next_hit(buf, pos, eos, size, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                hold = start
+            else:
+                best = (start, end, content_open, match)
+        # fields.thinking.open_pattern
+        limit = hold if best is None or hold < best[0] else best[0]
+        hit = thinking_open.next_hit(buf, pos, eos, limit, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif best is None or start < best[0] or (start == best[0] and end > best[1]):
+                best = (start, end, thinking_open, match)
+        # fields.tool_calls.open_pattern
+        limit = hold if best is None or hold < best[0] else best[0]
+        hit = tool_calls_open.next_hit(buf, pos, eos, limit, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif best is None or start < best[0] or (start == best[0] and end > best[1]):
+                best = (start, end, tool_calls_open, match)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
+
     # States, in the reference's terms: what each one watches, opens before closes and
     # then by field name (the order that breaks ties between equal matches).
     THINKING_STATE = State(
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_thinking,
         feed=_feed_thinking,
         close=_close_thinking,
         store="join",
@@ -216,6 +298,7 @@ class Parser(CompiledParser):
         "content",
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_content,
         feed=_feed_content,
         close=_close_content,
         store="join",
@@ -225,6 +308,7 @@ class Parser(CompiledParser):
         "tool_calls",
         literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -261,6 +345,7 @@ class Parser(CompiledParser):
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        scan=_scan_outside_regions,
         feed=None,
         close=None,
     )

@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -23,14 +23,17 @@ from runtime import (
     CompiledParser,
     Event,
     HeldRun,
+    Hit,
     LiteralDelimiter,
+    Memo,
     RegexDelimiter,
     State,
+    Step,
     after_last_literal,
     dig,
-    parse_json,
-    require_str,
 )
+from runtime.content import parse_json
+from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -99,6 +102,21 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
+    @staticmethod
+    def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.tool_calls.close_pattern
+        tool_calls_close = state.watched[0]
+        size = len(buf)
+        hit = tool_calls_close.next_hit(buf, pos, eos, size, memo)
+        if hit is None:
+            return None, size
+        start, end, pending, match = hit
+        if pending:
+            return None, start
+        if start == size:  # a match must start before the held-back text, which starts here
+            return None, size
+        return (start, end, tool_calls_close, match), size
+
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls.content: json
         content = parse_json(self._body())
@@ -131,6 +149,29 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.tool_calls.open
+        # fields.content.close
+        tool_calls_open, content_close = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        found = state.next_literal(buf, pos, memo)  # the leftmost of the literals
+        if found != -1:
+            text = state.literal_at(buf, found)  # the longest literal there
+            if text == TOOL_CALLS_OPEN:
+                best = (found, found + len(text), tool_calls_open, None)
+            elif text == CONTENT_CLOSE:
+                best = (found, found + len(text), content_close, None)
+        if not eos and min(hold, size if best is None else best[0]) >= size - state.literal_reach:
+            # Only now can a literal arriving at the end of the buffer decide the step.
+            hold = state.literal_piece(buf, pos, found, hold)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
+
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
         content = self._body().strip()
@@ -157,6 +198,7 @@ class Parser(CompiledParser):
             ),
         ),
         plain_pieces=True,
+        scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -169,6 +211,7 @@ class Parser(CompiledParser):
             LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),
         ),
         plain_pieces=True,
+        scan=_scan_content,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

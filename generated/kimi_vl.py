@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    Hit,
     LiteralDelimiter,
+    Memo,
     State,
+    Step,
     after_last_literal,
 )
 
@@ -78,6 +81,18 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_thinking(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.thinking.close: one search for it.
+        thinking_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(THINKING_CLOSE), thinking_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
+
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking.content: text
         content = self._body().strip()
@@ -100,6 +115,29 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.thinking.open
+        # fields.content.close
+        thinking_open, content_close = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        found = state.next_literal(buf, pos, memo)  # the leftmost of the literals
+        if found != -1:
+            text = state.literal_at(buf, found)  # the longest literal there
+            if text == THINKING_OPEN:
+                best = (found, found + len(text), thinking_open, None)
+            elif text == CONTENT_CLOSE:
+                best = (found, found + len(text), content_close, None)
+        if not eos and min(hold, size if best is None else best[0]) >= size - state.literal_reach:
+            # Only now can a literal arriving at the end of the buffer decide the step.
+            hold = state.literal_piece(buf, pos, found, hold)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
+
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
         content = self._body().strip()
@@ -113,6 +151,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_thinking,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -123,6 +162,7 @@ class Parser(CompiledParser):
             LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),
         ),
         plain_pieces=True,
+        scan=_scan_content,
         feed=_feed_content,
         close=_close_content,
         implicit=True,

@@ -5,9 +5,9 @@
 """A streaming parser compiled from one response template.
 
 Everything the template says is baked into the constants and methods below: the
-delimiters, the automaton each parser state runs, the content parsers, transforms and
-defaults. Nothing reads the template at run time. The streaming contract and the scan
-loop live in runtime.CompiledParser.
+delimiters, each parser state's scan step, the content parsers, transforms and defaults.
+Nothing reads the template at run time. The streaming contract, the scan loop and the
+searches the scan steps call live in runtime.
 """
 
 from __future__ import annotations
@@ -23,16 +23,18 @@ from runtime import (
     CompiledParser,
     Event,
     HeldRun,
+    Hit,
     LiteralDelimiter,
+    Memo,
     RegexDelimiter,
     State,
+    Step,
     after_last_literal,
     each_item,
-    extend_list,
     lookup,
-    parse_pythonic,
-    require_str,
 )
+from runtime.extensions import extend_list, parse_pythonic
+from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -121,6 +123,18 @@ class Parser(CompiledParser):
             self._compact()
         return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
 
+    @staticmethod
+    def _scan_thinking(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.thinking.close: one search for it.
+        thinking_close = state.watched[0]
+        found = state.next_literal(buf, pos, memo)
+        if found != -1:
+            return (found, found + len(THINKING_CLOSE), thinking_close, None), len(buf)
+        if eos:
+            return None, len(buf)
+        # Held back: the end of the buffer, if the literal may be arriving there.
+        return None, state.literal_piece(buf, pos, -1, len(buf))
+
     def _close_thinking(self, events: list[Event]) -> None:
         # fields.thinking.content: text
         content = self._body()
@@ -142,6 +156,21 @@ class Parser(CompiledParser):
         if len(parts) >= PARTS_PER_BLOCK:
             self._compact()
         return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
+
+    @staticmethod
+    def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # fields.tool_calls.close_pattern
+        tool_calls_close = state.watched[0]
+        size = len(buf)
+        hit = tool_calls_close.next_hit(buf, pos, eos, size, memo)
+        if hit is None:
+            return None, size
+        start, end, pending, match = hit
+        if pending:
+            return None, start
+        if start == size:  # a match must start before the held-back text, which starts here
+            return None, size
+        return (start, end, tool_calls_close, match), size
 
     def _close_tool_calls(self, events: list[Event]) -> None:
         # fields.tool_calls.content: x-pythonic
@@ -168,6 +197,44 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    @staticmethod
+    def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+        # The earliest match wins, then the longest, then the first in this order:
+        # fields.thinking.open
+        # fields.tool_calls.open_pattern
+        # fields.content.close
+        thinking_open, tool_calls_open, content_close = state.watched
+        size = len(buf)
+        hold = size
+        best: Hit | None = None
+        found = state.next_literal(buf, pos, memo)  # the leftmost of the literals
+        if found != -1:
+            text = state.literal_at(buf, found)  # the longest literal there
+            if text == THINKING_OPEN:
+                best = (found, found + len(text), thinking_open, None)
+            elif text in CONTENT_CLOSE:
+                best = (found, found + len(text), content_close, None)
+        # fields.tool_calls.open_pattern
+        limit = hold if best is None or hold < best[0] else best[0]
+        hit = tool_calls_open.next_hit(buf, pos, eos, limit, memo)
+        if hit is not None:
+            start, end, pending, match = hit
+            if pending:
+                if start < hold:
+                    hold = start
+            elif (
+                best is None
+                or start < best[0]
+                or (start == best[0] and (end > best[1] or end == best[1] and best[2].rank > 1))
+            ):
+                best = (start, end, tool_calls_open, match)
+        if not eos and min(hold, size if best is None else best[0]) >= size - state.literal_reach:
+            # Only now can a literal arriving at the end of the buffer decide the step.
+            hold = state.literal_piece(buf, pos, found, hold)
+        if best is not None and best[0] >= hold:
+            return None, hold
+        return best, hold
+
     def _close_content(self, events: list[Event]) -> None:
         # fields.content.content: text
         content = self._body().strip()
@@ -184,6 +251,7 @@ class Parser(CompiledParser):
         "thinking",
         literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
+        scan=_scan_thinking,
         feed=_feed_thinking,
         close=_close_thinking,
     )
@@ -201,6 +269,7 @@ class Parser(CompiledParser):
             ),
         ),
         plain_pieces=True,
+        scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,
         dirty=True,
@@ -217,6 +286,7 @@ class Parser(CompiledParser):
                 OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=1, cheap=True, target=TOOL_CALLS_STATE
             ),
         ),
+        scan=_scan_content,
         feed=None,
         close=_close_content,
         implicit=True,

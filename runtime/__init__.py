@@ -5,7 +5,17 @@ of `runtime.automaton`; the content parsers, transform helpers and tool-schema c
 they call live in the sibling modules. Only `regex` is required at run time.
 """
 
-from .automaton import CLOSE, OPEN, HeldRun, LiteralDelimiter, RegexDelimiter, State
+from .automaton import (
+    CLOSE,
+    OPEN,
+    HeldRun,
+    Hit,
+    LiteralDelimiter,
+    Memo,
+    RegexDelimiter,
+    State,
+    Step,
+)
 from .content import Defect, parse_json, parse_kv_lines, parse_xml_inline
 from .extensions import (
     as_list,
@@ -30,9 +40,12 @@ __all__ = [
     "Defect",
     "Event",
     "HeldRun",
+    "Hit",
     "LiteralDelimiter",
+    "Memo",
     "RegexDelimiter",
     "State",
+    "Step",
     "after_last_literal",
     "after_last_match",
     "as_list",

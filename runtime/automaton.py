@@ -1,13 +1,14 @@
-"""The per-state delimiter automaton that generated modules declare as constants.
+"""The searches of the per-state delimiter automaton that generated modules declare.
 
 A parser state watches a fixed set of delimiters (docs/design.md, "What is watched in each
 state"). One scan step asks, of each: where is its next match, and could more input
 still change it ("pending")? The reference answers with `regex`'s partial search: a
 complete match if there is one anywhere (the leftmost; the longest literal of a list at
 that position), otherwise the leftmost partial match running into the end of the buffer.
-`State.scan` gives the same answers, then makes the reference's decision: the best
-complete match (earliest, then longest, then opens before closes and by field name) is
-committed if it starts before every pending match.
+The searches here give the same answers; the decision between them (the best complete
+match, earliest, then longest, then opens before closes and by field name, is committed
+if it starts before every pending match) is the generated scan step of each state
+(`State.scan`), with that order written into its code.
 
 Literal delimiters are searched together, with one alternation over all of a state's
 literals (stdlib `re`: one C-level pass, however many literals). Only the leftmost hit
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from types import MethodType
 from typing import Any
 
 import regex
@@ -37,6 +39,12 @@ CLOSE = 1
 
 # A chosen match: (start, end, delimiter, regex match object or None for a literal).
 Hit = tuple[int, int, Any, Any]
+# What one scan step decides: the match to commit (or None), and where held-back text starts.
+Step = tuple["Hit | None", int]
+# Search results one scan loop reuses while they lie ahead (State.next_literal, next_hit).
+Memo = dict[Any, Any]
+# A generated scan step: (state, buffer, position, end of stream, memo) -> Step.
+ScanStep = Callable[["State", str, int, bool, Memo], Step]
 _UNSEEN: Any = object()
 # A regex search that was cut short: nothing starts early enough to matter.
 IRRELEVANT: Any = object()
@@ -101,6 +109,11 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
             return index
         index = text.find(lead, index + 1)
     return -1
+
+
+def _no_scan(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
+    """The scan step of a State declared without one (only tests build such states)."""
+    raise NotImplementedError(f"{state!r} has no generated scan step")
 
 
 def _attempt_at(attempts: Any, buf: str, start: int) -> Callable[[float], Any]:
@@ -365,6 +378,31 @@ class RegexDelimiter:
             return self.partial(buf, pos, limit)
         return self._partial_search(buf, pos)
 
+    def next_hit(
+        self, buf: str, pos: int, eos: bool, limit: int, memo: Memo
+    ) -> tuple[int, int, bool, Any] | None:
+        """(start, end, pending, match) of this pattern's next match, partial ones included
+        unless at end of stream, or None: none is left, or none can start at or before
+        `limit` (where the step's best match so far, or its held-back text, starts).
+
+        Within one scan loop the buffer does not change, so a result that still lies ahead
+        of `pos` is reused from `memo`, as is "no complete match, and no partial one up
+        to here" (an int).
+        """
+        hit = memo.get(self, _UNSEEN) if self.memo else _UNSEEN
+        if hit.__class__ is int:
+            if hit >= limit:
+                return None
+            hit = memo[self] = self.partial(buf, max(pos, hit + 1), limit)
+        elif hit is _UNSEEN or (hit is not None and hit[0] < pos):
+            hit = self.search(buf, pos, eos, limit)
+            if hit is IRRELEVANT:
+                return None
+            memo[self] = hit
+        if hit is None or hit.__class__ is int:
+            return None
+        return hit
+
     def partial(self, buf: str, pos: int, limit: int) -> Any:
         """For a pattern with no complete match at or after `pos`: (start, end, True, match)
         of its leftmost partial match, or None if there is none; or, when none starts at or
@@ -530,9 +568,12 @@ class State:
     """One parser state: the region text is routed to, and what it watches.
 
     `field` is None for the null sink (templates without an implicit field). `literals`
-    and `patterns` are the watched delimiters; `literals_re` is one alternation over all
-    the literals (built from them unless given); `may_start` tells whether a delimiter can
-    begin in some text at all.
+    and `patterns` are the watched delimiters, `watched` all of them in the reference's
+    tie-break order; `literals_re` is one alternation over all the literals (built from
+    them unless given); `may_start` tells whether a delimiter can begin in some text at all.
+    `scan` is the generated scan step of this state (docs/design.md, "One scan step"): it
+    calls the searches below (`next_literal`, `literal_at`, RegexDelimiter.next_hit,
+    `literal_piece`) and decides between their answers in code written for this state.
     `feed` is the generated fast path for this state, or None when every chunk must be
     scanned; `close` the generated method that parses, stores and reports the region's
     value.
@@ -543,6 +584,8 @@ class State:
         "dirty",
         "implicit",
         "literals",
+        "watched",
+        "extending",
         "literals_re",
         "lead",
         "patterns",
@@ -558,6 +601,7 @@ class State:
         "plain_pieces",
         "store",
         "join",
+        "scan",
         "feed",
         "close",
     )
@@ -570,6 +614,7 @@ class State:
         literals_re: Any = None,
         patterns: tuple[RegexDelimiter, ...] = (),
         plain_pieces: bool = False,
+        scan: ScanStep | None = None,
         feed: Callable[..., Any] | None,
         close: Callable[..., Any] | None,
         dirty: bool = False,
@@ -581,6 +626,15 @@ class State:
         self.dirty = dirty
         self.implicit = implicit
         self.literals = literals  # in rank order
+        # Every watched delimiter in rank order, as the generated scan step unpacks them.
+        self.watched: tuple[Any, ...] = tuple(
+            sorted((*literals, *patterns), key=lambda delim: delim.rank)
+        )
+        # Literals of delimiters with can_extend: one of them matched at the buffer's end
+        # may still grow into a longer one of its list, so the step holds it back.
+        self.extending = frozenset(
+            literal for delim in literals if delim.can_extend for literal in delim.literals
+        )
         # One alternation over every watched literal, longest first (only the positions of
         # its matches are used). Derived here, not written into the generated module, so
         # that a template's literal is spelled once in its module.
@@ -638,6 +692,11 @@ class State:
         # raw text that on_error="keep_raw" stores when the value does not parse.
         self.store = store
         self.join = join
+        # The generated step, bound to this state: state.scan(buf, pos, eos, memo).
+        step = getattr(scan, "__func__", scan)  # a staticmethod of the generated class
+        self.scan: Callable[[str, int, bool, Memo], Step] = MethodType(
+            _no_scan if step is None else step, self
+        )
         self.feed = feed
         self.close = close
 
@@ -722,71 +781,30 @@ class State:
                 found = start
         return found
 
-    def scan(self, buf: str, pos: int, eos: bool, memo: dict[Any, Any]) -> tuple[Hit | None, int]:
-        """One scan step: the match to commit (or None), and where held-back text starts."""
-        size = len(buf)
-        hold = size
-        best: Hit | None = None
+    def next_literal(self, buf: str, pos: int, memo: Memo) -> int:
+        """Leftmost start of any watched literal at or after `pos`, or -1: the state's one
+        search for its literals, remembered in `memo` while it lies ahead."""
+        found = memo.get(self, _UNSEEN)
+        if found is _UNSEEN or pos > found >= 0:
+            found = memo[self] = self._find(buf, pos, memo)
+        return found
 
-        found = -1  # leftmost start of any watched literal
-        if self.literals:
-            found = memo.get(self, _UNSEEN)
-            if found is _UNSEEN or pos > found >= 0:
-                found = self._find(buf, pos, memo)
-                memo[self] = found
-            if found != -1:
-                for delim in self.literals:
-                    end = delim.match_at(buf, found)
-                    if end == -1:
-                        continue
-                    if not eos and delim.can_extend and end == size:
-                        hold = found
-                    elif best is None or end > best[1]:
-                        best = (found, end, delim, None)
+    def literal_at(self, buf: str, index: int) -> str:
+        """The longest watched literal at `index`, where next_literal found one."""
+        match = self.literals_re.match(buf, index)
+        assert match is not None, "literal_at: no watched literal there"
+        return match.group()
 
-        for pattern in self.patterns:
-            # A match starting after the best one so far, or after held-back text, cannot
-            # change this step.
-            limit = hold if best is None or hold < best[0] else best[0]
-            hit = memo.get(pattern, _UNSEEN) if pattern.memo else _UNSEEN
-            if hit.__class__ is int:
-                # No complete match is left, and no partial one starts up to `hit`.
-                if hit >= limit:
-                    continue
-                hit = memo[pattern] = pattern.partial(buf, max(pos, hit + 1), limit)
-            elif hit is _UNSEEN or (hit is not None and hit[0] < pos):
-                hit = pattern.search(buf, pos, eos, limit)
-                if hit is IRRELEVANT:
-                    continue
-                memo[pattern] = hit
-            if hit is None or hit.__class__ is int:
-                continue
-            start, end, pending, match = hit
-            if pending:
-                if start < hold:
-                    hold = start
-            elif (
-                best is None
-                or start < best[0]
-                or (start == best[0] and (end - best[1] or best[2].rank - pattern.rank) > 0)
+    def literal_piece(self, buf: str, pos: int, found: int, hold: int) -> int:
+        """`hold`, or the start of an earlier buffer suffix that begins a watched literal
+        with no complete match from `found` (next_literal's answer) on: a literal that may
+        still be arriving. Scan steps ask only when such a suffix could decide them."""
+        for delim in self.literals:
+            if found != -1 and (
+                delim.match_at(buf, found) != -1 or delim.occurs_from(buf, found + 1)
             ):
-                best = (start, end, pattern, match)
-
-        if (
-            not eos
-            and self.literals
-            and min(hold, size if best is None else best[0]) >= size - self.literal_reach
-        ):
-            # Only now can a partial literal at the end of the buffer decide anything.
-            for delim in self.literals:
-                if found != -1 and (
-                    delim.match_at(buf, found) != -1 or delim.occurs_from(buf, found + 1)
-                ):
-                    continue  # it has a complete match, so no partial one
-                start = delim.partial(buf, pos)
-                if start != -1 and start < hold:
-                    hold = start
-
-        if best is not None and best[0] >= hold:
-            best = None
-        return best, hold
+                continue  # it has a complete match, so no partial one
+            start = delim.partial(buf, pos)
+            if start != -1 and start < hold:
+                hold = start
+        return hold

@@ -1,9 +1,9 @@
-"""One scan step, exhaustively: runtime.State.scan against the reference's decision rule.
+"""One scan step, exhaustively: each state's generated step against the reference's rule.
 
 The reference decides a scan step with one `regex` partial search per watched delimiter
-(docs/design.md, "One scan step"). `reference_step` restates that rule directly; the runtime
-reaches the same decision with a joint literal search, hold-back tables and memoised
-results. Random delimiter sets over a tiny alphabet, with every buffer up to five
+(docs/design.md, "One scan step"). `reference_step` restates that rule directly; a
+generated step reaches the same decision with a joint literal search, an if/elif in tie
+order, hold-back tables and memoised results. Random delimiter sets over a tiny alphabet, with every buffer up to five
 characters and every position, make ties, overlaps, prefixes and partial matches common.
 """
 
@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 import regex
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import runtime.automaton
 import runtime.errors
 from compiler.ir import Delimiter
+from compiler.jit import load_parser
 from compiler.regex_profile import profile
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from runtime.errors import RegexTimeout
@@ -76,82 +77,73 @@ def reference_step(
     return best, hold
 
 
-@st.composite
-def watch_sets(draw: Any) -> list[tuple[int, str, Any, Delimiter]]:
-    names = draw(
-        st.lists(st.sampled_from(["f", "g", "h", "k"]), min_size=1, max_size=4, unique=True)
-    )
-    watched = []
-    for name in names:
-        kind = draw(st.sampled_from([OPEN, CLOSE]))
-        if draw(st.integers(0, 2)):
-            literals = tuple(
-                dict.fromkeys(draw(st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3)))
-            )
-            spec = Delimiter(path=name, literals=literals)
-        else:
-            spec = Delimiter(path=name, literals=None, pattern=draw(st.sampled_from(PATTERNS)))
-        source = (
-            "|".join(regex.escape(s) for s in spec.ordered)
-            if spec.literals is not None
-            else spec.pattern
+def _delimiter(draw: Any, key: str) -> dict[str, Any]:
+    """A random `open`/`close` (literals) or `open_pattern`/`close_pattern` of a template."""
+    if draw(st.integers(0, 2)):
+        literals = list(
+            dict.fromkeys(draw(st.lists(st.sampled_from(LITERALS), min_size=1, max_size=3)))
         )
+        return {key: literals[0] if len(literals) == 1 else literals}
+    return {f"{key}_pattern": draw(st.sampled_from(PATTERNS))}
+
+
+@st.composite
+def scan_templates(draw: Any) -> dict[str, Any]:
+    """Templates whose states watch random delimiters: explicit fields f, g, h (an open and
+    a close each) and perhaps an implicit field k (a close)."""
+    names = draw(st.lists(st.sampled_from(["f", "g", "h"]), min_size=1, max_size=3, unique=True))
+    fields = {name: {**_delimiter(draw, "open"), **_delimiter(draw, "close")} for name in names}
+    if draw(st.booleans()):
+        fields["k"] = _delimiter(draw, "close")
+    return {"start_anchor": "\x00", "fields": fields}
+
+
+def watched_in(template: dict[str, Any], state: Any) -> list[tuple[int, str, Any, Delimiter]]:
+    """What `state` watches, from the template itself, in the reference's terms."""
+    fields = template["fields"]
+    if state.field is not None and state.field != "k":
+        keys = [(CLOSE, state.field)]
+    else:
+        keys = [(OPEN, name) for name in fields if name != "k"]
+        keys += [(CLOSE, "k")] if "k" in fields else []
+    watched = []
+    for kind, name in sorted(keys):
+        key = "open" if kind == OPEN else "close"
+        value = fields[name].get(key)
+        if value is not None:
+            literals = (value,) if isinstance(value, str) else tuple(value)
+            spec = Delimiter(path=name, literals=literals)
+            source = "|".join(regex.escape(text) for text in spec.ordered)
+        else:
+            spec = Delimiter(path=name, literals=None, pattern=fields[name][f"{key}_pattern"])
+            source = spec.pattern
         watched.append((kind, name, regex.compile(source, regex.DOTALL), spec))
-    watched.sort(key=lambda item: (item[0], item[1]))
     return watched
 
 
-def build_state(watched: list[tuple[int, str, Any, Delimiter]]) -> State:
-    """The State a generated module declares: a single literal as a str, and the literal
-    alternation left for State to build."""
-    literals, patterns = [], []
-    for rank, (kind, name, _, spec) in enumerate(watched):
-        if spec.literals is not None:
-            literals.append(
-                LiteralDelimiter(
-                    kind,
-                    name,
-                    spec.ordered[0] if len(spec.ordered) == 1 else spec.ordered,
-                    rank=rank,
-                    can_extend=spec.can_extend,
-                )
-            )
-        else:
-            prof = profile(spec.pattern)
-            patterns.append(
-                RegexDelimiter(
-                    kind,
-                    name,
-                    regex.compile(spec.pattern, regex.DOTALL),
-                    rank=rank,
-                    prefix=prof.literal_prefixes,
-                    memo=prof.analysed,
-                )
-            )
-    return State(
-        "f",
-        literals=tuple(literals),
-        patterns=tuple(patterns),
-        feed=None,
-        close=None,
-    )
-
-
-@given(watched=watch_sets())
-def test_scan_step_matches_the_reference_rule(
-    watched: list[tuple[int, str, Any, Delimiter]],
-) -> None:
-    state = build_state(watched)
-    for buf in BUFFERS:
-        memo: dict[Any, Any] = {}
-        for pos in range(len(buf) + 1):  # increasing positions share one memo, as a scan loop does
-            for eos in (False, True):
-                hit, hold = state.scan(buf, pos, eos, memo if not eos else {})
-                ours = None if hit is None else (hit[0], hit[1], hit[2].field, hit[2].kind)
-                expected, expected_hold = reference_step(watched, buf, pos, eos)
-                assert ours == expected, f"buf={buf!r} pos={pos} eos={eos}"
-                if ours is None and not eos:  # held-back text only matters when nothing commits
-                    assert hold == expected_hold, f"buf={buf!r} pos={pos}"
+@given(template=scan_templates())
+@settings(deadline=None)
+def test_generated_scan_steps_match_the_reference_rule(template: dict[str, Any]) -> None:
+    """Every state's generated scan step, on every buffer up to five characters and every
+    position, against the rule restated by `reference_step`."""
+    parser = load_parser(template, name="scan-steps")
+    states = [value for value in vars(parser).values() if isinstance(value, State)]
+    assert parser.START in states
+    for state in states:
+        watched = watched_in(template, state)
+        assert [(d.kind, d.field) for d in state.watched] == [(k, n) for k, n, _, _ in watched]
+        for buf in BUFFERS:
+            memo: dict[Any, Any] = {}
+            for pos in range(
+                len(buf) + 1
+            ):  # increasing positions share one memo, as a scan loop does
+                for eos in (False, True):
+                    hit, hold = state.scan(buf, pos, eos, memo if not eos else {})
+                    ours = None if hit is None else (hit[0], hit[1], hit[2].field, hit[2].kind)
+                    expected, expected_hold = reference_step(watched, buf, pos, eos)
+                    assert ours == expected, f"{state} buf={buf!r} pos={pos} eos={eos}"
+                    if ours is None and not eos:  # held-back text only matters when nothing commits
+                        assert hold == expected_hold, f"{state} buf={buf!r} pos={pos}"
 
 
 BUFFER_ALPHABET = "ab<>c|1 "
