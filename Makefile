@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test test-full test-wheel extras bench bench-oneshot bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-oneshot bench-streaming bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -63,15 +63,22 @@ test-wheel: $(TEST_STAMP)
 extras: $(EXTRAS_STAMP)
 
 ## make bench: compiled parsers vs the reference vs the floor (writes bench/results.json),
-## then one-shot parse() on every catalog entry and workload (bench/oneshot.json)
+## then one-shot parse() and streaming on every catalog entry and workload (bench/oneshot.json,
+## bench/streaming.json)
 bench: $(TEST_STAMP)
 	$(PY) bench/run.py
 	$(PY) bench/oneshot.py
+	$(PY) bench/streaming.py
 
 ## make bench-oneshot: one-shot parse() vs the reference, every catalog entry and workload,
 ## with linearity checks (writes bench/oneshot.json)
 bench-oneshot: $(TEST_STAMP)
 	$(PY) bench/oneshot.py
+
+## make bench-streaming: per-chunk cost over the floor, every catalog entry and workload, prose
+## and `<`-dense, 80K and 1.3M (writes bench/streaming.json)
+bench-streaming: $(TEST_STAMP)
+	$(PY) bench/streaming.py
 
 ## make bench-hostile: time per chunk on hostile outputs, and a 10 MB stream (writes bench/hostile.json)
 bench-hostile: $(TEST_STAMP)

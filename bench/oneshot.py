@@ -75,8 +75,9 @@ def _inflate(case: dict[str, Any], field: str, body: str) -> str | None:
     return case["output"].replace(text, body, 1)
 
 
-def outputs(name: str, size: int) -> Iterator[tuple[str, str, str]]:
-    """(workload, prefix, output) for entry `name` at about `size` characters."""
+def outputs(name: str, size: int, dense: bool = False) -> Iterator[tuple[str, str, str]]:
+    """(workload, prefix, output) for entry `name` at about `size` characters: long prose,
+    or with `dense`, prose dense in `<` (bench/workloads.markup)."""
     template = load_entry(name).data["response_template"]
     fields = template.get("fields", {})
     cases = [
@@ -84,7 +85,7 @@ def outputs(name: str, size: int) -> Iterator[tuple[str, str, str]]:
         for case in load_fixtures(name)["cases"]
         if "on_error" not in case and "error" not in case
     ]
-    body = workloads.reasoning(size)
+    body = workloads.markup(size) if dense else workloads.reasoning(size)
     yield "prose", "", body
     opens = [fields.get("thinking", {}).get("open")]
     opens = [item for value in opens for item in (value if isinstance(value, list) else [value])]

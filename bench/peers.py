@@ -6,8 +6,9 @@ until the chunk's text has 4 characters or more, ids included), and one-shot, ea
 from the parser's construction (one per request, as the servers make them). "ours" is
 the rtc-NAME plugin in that engine's own serving path, so the ratios compare the parsers,
 not the engines. For each workload the answers are checked to agree (reasoning, content,
-tool calls by name and parsed arguments); then per-chunk and one-shot times (mean of
-alternating rounds) and the ratio peer / ours (above 1: ours is faster).
+tool calls by name and parsed arguments); then per-chunk and one-shot times (the median
+of alternating rounds: on a shared machine one round now and then takes ten times as long,
+which a mean would report) and the ratio peer / ours (above 1: ours is faster).
 
     .venv-engines/bin/python bench/peers.py > bench/peers.txt
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -189,7 +191,7 @@ def main() -> None:
 
     print("# make bench-peers: our rtc-NAME plugins vs the engines' own parsers, same outputs,")
     print(
-        f"# {CHUNK}-character chunks, mean of {ROUNDS} alternating rounds, parser construction included;"
+        f"# {CHUNK}-character chunks, median of {ROUNDS} alternating rounds, parser construction included;"
     )
     print("# ratio = peer time / our time (above 1: ours is faster)")
     for label, (entry, v_tool, v_reason, s_tool, s_reason, output) in WORKLOADS.items():
@@ -197,41 +199,29 @@ def main() -> None:
         prompt, steps = chunks(entry, output)
         print(f"\n## {label}: {len(output)} chars, {len(steps)} chunks")
         sides = vllm_sides(entry, v_tool, v_reason)
-        measured: dict[str, tuple[dict, dict, float, float]] = {}
-        for round_number in range(ROUNDS):  # alternate the sides, round by round
-            for name, cls in sides.items():
-                result = run_vllm(cls, case, steps, prompt)
-                measured.setdefault(name, result)
-                if round_number:
-                    previous = measured[name]
-                    measured[name] = (
-                        *previous[:2],
-                        previous[2] + result[2],
-                        previous[3] + result[3],
-                    )
+        # side -> (streamed answer, one-shot answer, streamed times, one-shot times)
+        measured: dict[str, tuple[dict, dict, list[float], list[float]]] = {}
+        for _ in range(ROUNDS):  # alternate the sides, round by round
+            results = [(name, run_vllm(cls, case, steps, prompt)) for name, cls in sides.items()]
             name = f"rtc-{entry}"
             for side, args in (
                 ("ours-sglang", (name, name if s_reason else None)),
                 ("SGLang", (s_tool, s_reason)),
             ):
-                result = run_sglang(*args, case, steps)
-                measured.setdefault(side, result)
-                if round_number:
-                    previous = measured[side]
-                    measured[side] = (
-                        *previous[:2],
-                        previous[2] + result[2],
-                        previous[3] + result[3],
-                    )
+                results.append((side, run_sglang(*args, case, steps)))
+            for side, (streamed, once, stream_time, once_time) in results:
+                kept = measured.setdefault(side, (streamed, once, [], []))
+                kept[2].append(stream_time)
+                kept[3].append(once_time)
         for ours, peer in (("ours", "vLLM"), ("ours-sglang", "SGLang")):
             mine, theirs = measured[ours], measured[peer]
             agree = "agree" if mine[0] == theirs[0] and mine[1] == theirs[1] else "DIFFER"
             keys = [key for key in mine[1] if mine[1][key] != theirs[1][key]]
             keys += [f"stream:{key}" for key in mine[0] if mine[0][key] != theirs[0][key]]
-            per_ours = mine[2] / ROUNDS / len(steps) * 1e6
-            per_peer = theirs[2] / ROUNDS / len(steps) * 1e6
-            once_ours = mine[3] / ROUNDS * 1e6
-            once_peer = theirs[3] / ROUNDS * 1e6
+            per_ours = statistics.median(mine[2]) / len(steps) * 1e6
+            per_peer = statistics.median(theirs[2]) / len(steps) * 1e6
+            once_ours = statistics.median(mine[3]) * 1e6
+            once_peer = statistics.median(theirs[3]) * 1e6
             for key in keys:
                 mode, field = key.split(":") if ":" in key else ("once", key)
                 index = 0 if mode == "stream" else 1

@@ -479,7 +479,7 @@ def _runtime_imports(
         used.update((storage.module, name) for name in storage.imports)
         if f.transform_each:
             used.add(("runtime", "each_item"))
-        for placeholder in _placeholders(f.transform):
+        for placeholder in parts.placeholders(f.transform):
             if not placeholder.loop and (f.transform_each or placeholder.root != "content"):
                 used.add(("runtime", "lookup"))
             if placeholder.keys:
@@ -501,18 +501,6 @@ def _runtime_imports(
         )
         for module, names in sorted(modules.items())
     ]
-
-
-def _placeholders(node: Any) -> list[Placeholder]:
-    if isinstance(node, Placeholder):
-        return [node]
-    if isinstance(node, Operation):
-        return _placeholders(node.argument)
-    if isinstance(node, dict):
-        return [item for value in node.values() for item in _placeholders(value)]
-    if isinstance(node, list):
-        return [item for value in node for item in _placeholders(value)]
-    return []
 
 
 def format_source(source: str) -> str:

@@ -30,7 +30,8 @@ from typing import Any
 
 import regex
 
-from .ir import Deferred, Delimiter, Field, Operation, Placeholder, Template
+from . import parts
+from .ir import Deferred, Delimiter, Field, Template
 from .regex_profile import nullable, parse, profile, sre
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -220,18 +221,6 @@ def _branches_overlap(av: Any) -> bool:
 # -- fields ----------------------------------------------------------------------------
 
 
-def _placeholders(node: Any) -> list[Placeholder]:
-    if isinstance(node, Placeholder):
-        return [node]
-    if isinstance(node, Operation):  # an extension operation reads its argument's placeholders
-        return _placeholders(node.argument)
-    if isinstance(node, dict):
-        return [p for value in node.values() for p in _placeholders(value)]
-    if isinstance(node, list):
-        return [p for value in node for p in _placeholders(value)]
-    return []
-
-
 def _groups(delimiter: Delimiter | None) -> list[str]:
     if delimiter is None or delimiter.pattern is None:
         return []
@@ -239,7 +228,7 @@ def _groups(delimiter: Delimiter | None) -> list[str]:
 
 
 def _group_findings(field: Field) -> list[Finding]:
-    used = {placeholder.root for placeholder in _placeholders(field.transform)}
+    used = {placeholder.root for placeholder in parts.placeholders(field.transform)}
     findings = []
     for name in _groups(field.open):
         if name not in used:
@@ -252,26 +241,15 @@ def _group_findings(field: Field) -> list[Finding]:
 
 
 def _deferred_findings(plan: Any, path: str) -> list[Finding]:
-    if isinstance(plan, Deferred):
-        return [
-            Finding(
-                "deferred-failure", path, f"every close raises {plan.error}: {plan.message}", ERROR
-            )
-        ]
+    """A plan (or nested value parser) whose every close raises, as the reference's does."""
     findings = []
-    if isinstance(getattr(plan, "string_delims", None), Deferred):
-        deferred = plan.string_delims
-        findings.append(
-            Finding(
-                "deferred-failure",
-                f"{path}.string_delims",
-                f"every close raises {deferred.error}",
-                ERROR,
-            )
-        )
-    nested = getattr(plan, "value_parser", None)
-    if nested is not None:
-        findings += _deferred_findings(nested, f"{path}.value_parser")
+    for where, nested in parts.plan_paths(plan, path):
+        if isinstance(nested, Deferred):
+            message = f"every close raises {nested.error}: {nested.message}"
+            findings.append(Finding("deferred-failure", where, message, ERROR))
+        elif isinstance(deferred := getattr(nested, "string_delims", None), Deferred):
+            message = f"every close raises {deferred.error}"
+            findings.append(Finding("deferred-failure", f"{where}.string_delims", message, ERROR))
     return findings
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from . import content, extensions
 from .errors import TemplateError
-from .ir import ContentPlan, Deferred, ExtensionContent, Operation, Template
+from .ir import ContentPlan, Deferred, ExtensionContent, Operation, Placeholder, Template
 
 Lowering = Callable[[dict[str, Any], str], ContentPlan]
 Check = Callable[[dict[str, Any], str], None]
@@ -447,12 +447,33 @@ def check_operation(name: str, argument: Any, path: str) -> None:
 
 def plans(plan: ContentPlan | None) -> Iterator[ContentPlan]:
     """`plan` and every nested value parser's plan."""
+    for _, nested in plan_paths(plan, ""):
+        yield nested
+
+
+def plan_paths(plan: ContentPlan | None, path: str) -> Iterator[tuple[str, ContentPlan]]:
+    """(key path, plan) for `plan` at `path` and every nested value parser, outermost
+    first: `PATH.value_parser`, and x-xml-inline's `PATH.kind_parsers.KIND`."""
     if plan is None:
         return
-    yield plan
-    yield from plans(getattr(plan, "value_parser", None))
-    for _, nested in getattr(plan, "kind_parsers", ()):
-        yield from plans(nested)
+    yield path, plan
+    yield from plan_paths(getattr(plan, "value_parser", None), f"{path}.value_parser")
+    for kind, nested in getattr(plan, "kind_parsers", ()):
+        yield from plan_paths(nested, f"{path}.kind_parsers.{kind}")
+
+
+def placeholders(node: Any) -> Iterator[Placeholder]:
+    """Every placeholder in a lowered transform tree, operations' arguments included."""
+    if isinstance(node, Placeholder):
+        yield node
+    elif isinstance(node, Operation):
+        yield from placeholders(node.argument)
+    elif isinstance(node, dict):
+        for value in node.values():
+            yield from placeholders(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from placeholders(value)
 
 
 def operations(node: Any) -> Iterator[Operation]:

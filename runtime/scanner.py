@@ -72,6 +72,10 @@ class Scanner:
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._truncated = False  # finalize(truncated=True): the output was cut off
+        # Whether the last scan loop ran to its end: a scan of the same text (an empty
+        # chunk) would then decide nothing new. Not after the progress rule stopped it, or
+        # an error cut it short: the reference's next scan goes on from there.
+        self._settled = False
         self._finalized = False
         self._feed_path: Callable[[Scanner, str], list[Event]] = Scanner._scan_feed
 
@@ -86,6 +90,10 @@ class Scanner:
         """
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        if not text and self._settled:
+            # An empty chunk (engines send one per token that only another parser uses):
+            # the held-back text was scanned as it is, and that scan's decisions stand.
+            return []
         if self._waiting is not None and not self._wake(text):
             self._fed += len(text)
             return []
@@ -218,6 +226,7 @@ class Scanner:
             self._unmatched = None
         seen_at = -1
         seen: list[tuple[State, bool]] = []
+        self._settled = False
         while True:
             state = self._state
             pos = self._pos
@@ -258,6 +267,7 @@ class Scanner:
             if hold > pos:
                 self._accumulate(events, buf[pos:hold])
                 self._pos = hold
+            self._settled = True
             return
 
     # -- what the scan finds, handed to runtime.regions ----------------------------------

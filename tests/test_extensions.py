@@ -685,3 +685,29 @@ def test_lint_sees_the_captures_an_operation_reads() -> None:
     findings = [(f.rule, f.message) for f in lint(build_template(template))]
     assert ("unused-group", "named group 'spare' is not used") in findings
     assert not any("'body'" in message for _, message in findings)
+
+
+def test_lint_finds_a_nested_value_parser_whose_every_close_raises() -> None:
+    """lint walks nested plans with the registry's walk (parts.plan_paths): a v1 value
+    parser whose string_delims cannot be built defers its failure to every close, as the
+    reference does, and lint names the nested key."""
+    template = {
+        "start_anchor": "A",
+        "fields": {
+            "tool_calls": {
+                "open": "<call>",
+                "close": "</call>",
+                "content": "xml-inline",
+                "content_args": {
+                    "tag_pattern": r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+                    "value_parser": {"name": "json", "args": {"string_delims": 5}},
+                },
+            }
+        },
+    }
+    findings = [(f.rule, f.path, f.severity) for f in lint(build_template(template))]
+    assert (
+        "deferred-failure",
+        "fields.tool_calls.content_args.value_parser.string_delims",
+        "error",
+    ) in findings
