@@ -32,6 +32,7 @@ import regex
 
 from . import errors
 from .branches import split
+from .narrowing import RunToLiteral
 
 OPEN = 0
 CLOSE = 1
@@ -65,6 +66,9 @@ SPARSE = 512
 ATTEMPTS = 32
 # Buffers longer than this are searched through runtime.branches when the pattern splits.
 SPLIT_AFTER = 256
+# ... and shorter ones, for a partial search of a pattern with a lead (`\s*`), when they
+# are longer than this many characters per part (RegexDelimiter._partial_search).
+LEAD_SPAN = 64
 
 
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
@@ -138,7 +142,9 @@ def _without_required_literal(pattern: Any) -> Any:
 class HeldRun:
     """One way a held regex match can wait (RegexDelimiter.waits): the pattern's `head`
     up to a repeat of one character class, a pattern for a `run` of that class (None:
-    any character), and the `literal` after the repeat ("" if none is awaited).
+    any character), and the `literal` after the repeat ("" if none is awaited). With a
+    run and a literal, the pattern is exactly HEAD + repeat + LITERAL (runtime.narrowing
+    relies on it).
 
     While waiting, a chunk only needs the test `wakes`, in O(len(chunk)).
     """
@@ -232,6 +238,7 @@ class RegexDelimiter:
         "run_back",
         "_attempts",
         "_branches",
+        "_narrowing",
     )
 
     def __init__(
@@ -268,6 +275,18 @@ class RegexDelimiter:
         self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
         # How to search a long buffer faster than the pattern itself (runtime.branches).
         self._branches: Any = _UNSEEN
+        # Where a search of a long buffer can start (runtime.narrowing), found on first use.
+        self._narrowing: Any = _UNSEEN
+
+    def narrowing(self) -> RunToLiteral | None:
+        """The pattern's shape HEAD + C* + LITERAL, which tells where a search of a long
+        buffer can start (runtime.narrowing), or None; for analysed patterns only."""
+        narrowing = self._narrowing
+        if narrowing is _UNSEEN:
+            narrowing = self._narrowing = (
+                RunToLiteral.of(self.pattern, self.runs) if self.memo else None
+            )
+        return narrowing
 
     @property
     def attempts(self) -> Any:
@@ -315,30 +334,37 @@ class RegexDelimiter:
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
         if self.cheap and len(buf) - pos <= SHORT_SPAN:
-            # A short search with a cheap pattern: no time bound (RegexProfile.cheap).
-            match = self.pattern.search(buf, pos, concurrent=True)
+            # A short search with a cheap pattern: no time bound (RegexProfile.cheap), and
+            # no look-behind, so it need not be concurrent (which costs ~0.3 us a call).
+            match = self.pattern.search(buf, pos)
             if match is not None:
                 start, end = match.span()
                 return start, end, not eos and end == len(buf), match
             if eos:
                 return None
-            match = self.pattern.search(buf, pos, partial=True, concurrent=True)
+            match = self.pattern.search(buf, pos, partial=True)
             if match is None:
                 return None
             start, end = match.span()
             return start, end, True, match
         pattern = self.pattern
         timeout = errors.regex_timeout(len(buf) - pos)
+        start_at = pos  # where the search starts: no match starts between pos and it
         if not prefixes and self.memo and len(buf) - pos > SPLIT_AFTER:
+            narrowing = self.narrowing()
+            if narrowing is not None:
+                start_at = narrowing.complete_from(buf, pos)
+                if start_at == -1:  # its literal does not occur: no complete match
+                    return None if eos else self.partial(buf, pos, limit)
             branches = self._branches
             if branches is _UNSEEN:
                 branches = self._branches = split(pattern)
             if branches is not None:
                 try:
-                    found = branches.search(buf, pos, timeout)
+                    found = branches.search(buf, start_at, timeout)
                 except TimeoutError:
                     found = errors.search_bounded(
-                        lambda wall: branches.search(buf, pos, wall),
+                        lambda wall: branches.search(buf, start_at, wall),
                         self._where(),
                         len(buf) - pos,
                     )
@@ -347,10 +373,10 @@ class RegexDelimiter:
                     return start, end, not eos and end == len(buf), match
                 return None if eos else self.partial(buf, pos, limit)
         try:
-            match = pattern.search(buf, pos, timeout=timeout, concurrent=True)
+            match = pattern.search(buf, start_at, timeout=timeout, concurrent=True)
         except TimeoutError:
             match = errors.search_bounded(
-                lambda wall: pattern.search(buf, pos, timeout=wall, concurrent=True),
+                lambda wall: pattern.search(buf, start_at, timeout=wall, concurrent=True),
                 self._where(),
                 len(buf) - pos,
             )
@@ -398,6 +424,11 @@ class RegexDelimiter:
         attempt; a longer stretch, or a short rest of the buffer, takes one partial search,
         linear in the rest of the buffer.
         """
+        if len(buf) - pos > SPLIT_AFTER:
+            narrowing = self.narrowing()
+            if narrowing is not None:  # no partial match starts before `start`
+                start = narrowing.partial_from(buf, pos)
+                return limit if start > limit else self._partial_narrowed(buf, start, narrowing)
         if limit - pos >= ATTEMPTS or len(buf) - pos <= SPLIT_AFTER:
             return self._partial_search(buf, pos)
         attempts = self.attempts
@@ -417,14 +448,28 @@ class RegexDelimiter:
                 return start, match.end(), True, match
         return limit
 
-    def _partial_search(self, buf: str, pos: int) -> Any:
+    def _partial_search(self, buf: str, pos: int, narrowed: bool = False) -> Any:
         """(start, end, True, match) of the leftmost partial match at or after `pos`, or None."""
-        timeout = errors.regex_timeout(len(buf) - pos)
-        if self.memo and not self.prefixes and len(buf) - pos > SPLIT_AFTER:
+        rest = len(buf) - pos
+        timeout = errors.regex_timeout(rest)
+        if self.memo and rest > SHORT_SPAN:
+            # A pattern with prefixes is searched from the first place a match can start;
+            # split, it may still search faster than from there on (runtime.branches).
+            long = rest > SPLIT_AFTER
+            narrowing = None if narrowed or self.prefixes or not long else self.narrowing()
+            if narrowing is not None:
+                return self._partial_narrowed(buf, narrowing.partial_from(buf, pos), narrowing)
             branches = self._branches
             if branches is _UNSEEN:
                 branches = self._branches = split(self.pattern)
-            if branches is not None and branches.literal_led:
+            # On a short rest, only a pattern with a lead (`\s*<think>`) gains: its own
+            # partial search tries every position of a whitespace run and rescans the
+            # rest for the literal from each, while each part costs one quick search.
+            if (
+                branches is not None
+                and branches.literal_led
+                and (long or (branches.lead_led and rest > LEAD_SPAN * len(branches.parts)))
+            ):
                 try:
                     found = branches.partial(buf, pos, timeout)
                 except TimeoutError:
@@ -451,6 +496,44 @@ class RegexDelimiter:
                 return None
         start, end = match.span()
         return start, end, True, match
+
+    def _partial_narrowed(self, buf: str, start: int, narrowing: RunToLiteral) -> Any:
+        """_partial_search from `start`, where runtime.narrowing has shown that no partial
+        match starts earlier (and none is complete).
+
+        One match attempt at a time: a search with `attempts` would look for a complete
+        match at every later position before it settled for the partial one (quadratic
+        over the run of C), and one with the pattern would rescan for its literal. When
+        HEAD can match empty, an attempt within HEAD's width of `start` succeeds (at the
+        start of C's run); each attempt before it stops within HEAD's width. Past that
+        many attempts, the rest is searched as any other pattern is.
+        """
+        size = len(buf)
+        attempts = self.attempts
+        stop = min(size, start + narrowing.width + ATTEMPTS)
+        for at in range(start, stop + 1):
+            if at == size:
+                match = self._partial_at_end(buf)
+                return None if match is None else (size, size, True, match)
+            timeout = errors.regex_timeout(size - at)
+            try:
+                match = attempts.match(buf, at, partial=True, timeout=timeout, concurrent=True)
+            except TimeoutError:
+                match = errors.search_bounded(
+                    _attempt_at(attempts, buf, at), self._where(), size - at
+                )
+            # Confirmed by the pattern itself (one more pass along the run): with a lazy
+            # repeat, `regex` reports partial matches of `attempts` that are none.
+            if match is not None:
+                try:
+                    match = self.pattern.match(buf, at, partial=True, timeout=timeout)
+                except TimeoutError:
+                    match = errors.search_bounded(
+                        _attempt_at(self.pattern, buf, at), self._where(), size - at
+                    )
+                if match is not None:
+                    return at, match.end(), True, match
+        return self._partial_search(buf, stop + 1, narrowed=True)
 
     def _partial_at_end(self, buf: str) -> Any:
         """The original pattern's attempt at the end of the buffer: the one place where it

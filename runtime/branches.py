@@ -7,6 +7,9 @@ reference interpreter pays the same. `Branches` finds the same match from fast s
 
 - the pattern is split at its top-level `|` into branches, each searched on its own; the
   leftmost start wins, the earlier branch at an equal start (as the alternation tries them);
+  a pattern `(?:A|B)S` is split as `AS|BS` (xlam's open: an alternation of openers, then a
+  look-ahead for the call), and `(?:A)?S` as `AS|S` (`\\s*(?:<tool_call>\\s*)?<function=`),
+  which try the same things in the same order;
 - a branch written `\\s*REST` (or `\\n?REST`, `" *REST"`: one class, `*` or `?`), where
   REST can neither match empty nor begin with a character of that class, matches where
   REST matches, extended left over the run of those characters before it: the repeat is
@@ -46,6 +49,8 @@ _META = frozenset(".^$*+?{}[]|()")
 _QUANTIFIERS = ("?", "*", "+", "{")
 # Places of a branch's literal tried one match attempt each, before one regex search.
 CANDIDATES = 8
+# A pattern split into more parts than this is searched as it is.
+MAX_PIECES = 16
 
 _whitespace: frozenset[str] | None = None
 
@@ -192,10 +197,13 @@ class Branches:
     matches cheaply (see RegexDelimiter.attempts), and the literal every match of the rest
     starts with ("" if none is known)."""
 
-    __slots__ = ("parts", "literal_led")
+    __slots__ = ("parts", "literal_led", "lead_led")
 
     def __init__(self, parts: list[tuple[frozenset[str], int, Any, Any, str]]) -> None:
         self.parts = parts
+        # Whether some part has a lead: the whole pattern's search then tries a match at
+        # every position of a run of the lead's characters.
+        self.lead_led = any(part[1] for part in parts)
         # Whether every rest starts with a literal (or is anchored at the start of the text,
         # `^` without MULTILINE): then `partial` can run, each search being quick.
         self.literal_led = all(
@@ -278,30 +286,76 @@ def split(pattern: Any) -> Branches | None:
     """A faster way to search `pattern` (see the module docstring), or None."""
     if pattern.flags & (regex.VERBOSE | regex.ASCII | regex.VERSION1):
         return None
-    source = pattern.pattern
-    if source.startswith("(?:") and _group_close(source, 0) == len(source) - 1:
-        source = source[3:-1]  # one non-capturing group around it all
-    branches = _top_level_branches(source)
+    branches = _top_level_branches(_unwrapped(pattern.pattern))
     if branches is None:
         return None
     parts: list[tuple[frozenset[str], int, Any, Any, str]] = []
     for branch in branches:
         lead = _lead(branch)
-        chars, most, rest = lead if lead is not None else (frozenset(), 0, branch)
-        try:
-            compiled = regex.compile(rest, pattern.flags)
-        except regex.error:
-            return None
-        if compiled.flags != pattern.flags:
-            return None
-        if lead is not None and not _starts_without(chars, rest, compiled):
-            return None
-        literal = "" if pattern.flags & regex.IGNORECASE else _literal_prefix(rest)
-        attempt = regex.compile(f"(?:{rest})|(?!)", pattern.flags) if literal else compiled
-        parts.append((chars, most, compiled, attempt, literal))
+        chars, most, whole = lead if lead is not None else (frozenset(), 0, branch)
+        for rest in _alternatives(whole):
+            part = _part(pattern, chars, most, rest, lead is not None)
+            if part is None:
+                return None
+            parts.append(part)
     if len(parts) == 1 and not parts[0][1] and not parts[0][4]:
         return None  # nothing to gain: the pattern itself
+    if len(parts) > MAX_PIECES:
+        return None
     return Branches(parts)
+
+
+def _part(
+    pattern: Any, chars: frozenset[str], most: int, rest: str, led: bool
+) -> tuple[frozenset[str], int, Any, Any, str] | None:
+    """One part of a split pattern (see Branches), or None if REST is not read safely."""
+    try:
+        compiled = regex.compile(rest, pattern.flags)
+    except regex.error:
+        return None
+    if compiled.flags != pattern.flags:
+        return None
+    if led and not _starts_without(chars, rest, compiled):
+        return None
+    literal = "" if pattern.flags & regex.IGNORECASE else _literal_prefix(rest)
+    attempt = regex.compile(f"(?:{rest})|(?!)", pattern.flags) if literal else compiled
+    return chars, most, compiled, attempt, literal
+
+
+def _unwrapped(source: str) -> str:
+    """`source` without one non-capturing group around it all."""
+    if source.startswith("(?:") and _group_close(source, 0) == len(source) - 1:
+        return source[3:-1]
+    return source
+
+
+def _alternatives(source: str) -> list[str]:
+    """`source` as patterns tried one after the other: `(?:A|B)S` as `AS`, `BS`, and
+    `(?:A|B)?S` as `AS`, `BS`, `S` (S expanded in turn), which is the order in which the
+    alternation, or the greedy optional group, tries them, backtracking included. Each
+    is compiled on its own, so a named group in S is in each copy. [source] for any other
+    shape (a group under another quantifier, a top-level `|` in S), or past MAX_PIECES."""
+    if not source.startswith("(?:"):
+        return [source]
+    close = _group_close(source, 0)
+    if close < 0:
+        return [source]
+    inner = _top_level_branches(source[3:close])
+    suffix = source[close + 1 :]
+    if inner is None:
+        return [source]
+    if suffix.startswith("?") and suffix[1:2] not in ("?", "+"):
+        options = [*inner, ""]  # greedy: each branch first, then nothing
+        suffix = suffix[1:]
+    elif suffix[:1] in _QUANTIFIERS or len(inner) < 2:
+        return [source]
+    else:
+        options = inner
+    if _top_level_branches(suffix) != [suffix]:
+        return [source]
+    rests = _alternatives(suffix)
+    out = [option + rest for option in options for rest in rests]
+    return out if len(out) <= MAX_PIECES else [source]
 
 
 def _starts_without(chars: frozenset[str], source: str, compiled: Any) -> bool:

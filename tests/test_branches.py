@@ -14,9 +14,10 @@ from typing import Any
 import regex
 from catalog_samples import REGEX_SAMPLES
 from fixtures import load_fixtures
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import runtime.automaton
 from compiler.catalog import entry_names
 from runtime.automaton import RegexDelimiter
 from runtime.branches import split
@@ -66,6 +67,22 @@ def catalog_patterns() -> list[tuple[Any, list[str]]]:
 
 
 CATALOG = catalog_patterns()
+
+
+def catalog_delimiters() -> list[tuple[RegexDelimiter, list[str]]]:
+    """(delimiter, the samples of its entry) for every regex delimiter of the catalog."""
+    found = []
+    for name in entry_names():
+        module = importlib.import_module(f"generated.{name}")
+        samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
+        for value in vars(module.Parser).values():
+            for delim in getattr(value, "patterns", ()):
+                if isinstance(delim, RegexDelimiter):
+                    found.append((delim, samples))
+    return found
+
+
+DELIMITERS = catalog_delimiters()
 
 
 def outcome(match: Any, start: int | None = None) -> Any:
@@ -126,6 +143,24 @@ def test_catalog_whitespace_led_patterns_split() -> None:
     assert led and all(split(pattern) is not None for pattern in led)
 
 
+def test_groups_at_the_start_split_into_their_branches() -> None:
+    r"""`(?:A|B)S` is searched as `AS|BS`, `(?:A)?S` as `AS|S` (xlam's open: four literal-led
+    branches, not a match attempt at every position; mimo_v2_flash's: two, after `\s*`);
+    not when another quantifier applies to the group."""
+    xlam = regex.compile(
+        r"(?:^\s*|```(?:json)?\s*|\[TOOL_CALLS\]\s*|<tool_call>\s*)(?=\[\s*\{)", regex.DOTALL
+    )
+    branches = split(xlam)
+    assert branches is not None and branches.literal_led
+    assert [part[4] for part in branches.parts] == ["", "```", "[TOOL_CALLS]", "<tool_call>"]
+    mimo = regex.compile(r"\s*(?:<tool_call>\s*)?<function=(?P<name>[^>\n]+)>", regex.DOTALL)
+    branches = split(mimo)
+    assert branches is not None and branches.literal_led
+    assert [part[4] for part in branches.parts] == ["<tool_call>", "<function="]
+    for source in (r"(?:<a>|<b>)+x", r"(?:<a>|<b>){2}", r"(?:<a>)??x", r"(?:<a>)*x"):
+        assert split(regex.compile(source)) is None, source
+
+
 TIES = [
     r"a|ab",
     r"\s*<a>|\s*<a>x",
@@ -140,6 +175,14 @@ TIES = [
     r"\n?</a>|<a>\n?",
     r"(?:^|<a>\s*)",
     r" *<a>| ?<b>",
+    r"(?:^\s*|<a>\s*)(?=x)",
+    r"(?:a|<a>)x",
+    r"(?:<a>|<a>x)\s*x",
+    r"(?:\s*<a>| ?<b>)(?=x|<a>)",
+    r"\s*(?:<a>\s*)?<b>",
+    r"(?:<a>)?(?:<b>\s*)?x",
+    r"\s*(?:<a>|<b>)?x",
+    r"(?:<a>|<b>)(?P<n>x|\s)",
 ]
 
 
@@ -155,3 +198,49 @@ def test_split_search_on_every_short_buffer() -> None:
         for buf in set(buffers):
             for pos in range(len(buf) + 1):
                 check(pattern, buf, pos)
+
+
+def _as_reported(pattern: Any, buf: str, pos: int, eos: bool) -> Any:
+    """What the reference's searches find, as RegexDelimiter.search reports it: the
+    leftmost complete match (pending if it ends at the buffer's end), else, unless at the
+    end of the stream, the leftmost partial one."""
+    match = pattern.search(buf, pos)
+    pending = not eos and match is not None and match.end() == len(buf)
+    if match is None and not eos:
+        match, pending = pattern.search(buf, pos, partial=True), True
+    return None if match is None else (*outcome(match), pending)
+
+
+@settings(max_examples=1000)
+@given(entry=st.sampled_from(DELIMITERS), data=st.data())
+def test_catalog_delimiters_search_as_their_patterns(
+    entry: tuple[RegexDelimiter, list[str]], data: Any
+) -> None:
+    """Every catalog delimiter's search (prefixes, split branches, narrowing, partial
+    attempts) finds what its pattern finds: with SPLIT_AFTER 0 every buffer is long; with
+    SHORT_SPAN and LEAD_SPAN 0 every buffer is short, and split when the pattern has a lead."""
+    delim, samples = entry
+    buf = "".join(data.draw(st.lists(st.sampled_from([*samples, *WORDS]), max_size=6)))
+    pos = data.draw(st.integers(0, len(buf)))
+    eos = data.draw(st.booleans())
+    module = runtime.automaton
+    saved = module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN
+    if data.draw(st.booleans()):
+        module.SPLIT_AFTER = 0
+    else:
+        module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN = 10_000, 0, 0
+    try:
+        hit = delim.search(buf, pos, eos, len(buf))
+    finally:
+        module.SPLIT_AFTER, module.SHORT_SPAN, module.LEAD_SPAN = saved
+    ours = None if hit is None or isinstance(hit, int) else (*outcome(hit[3], hit[0]), hit[2])
+    if ours is not None:
+        ours = (ours[0], hit[1], ours[2], ours[3])  # the span the parser uses
+    expected = _as_reported(delim.pattern, buf, pos, eos)
+    # A pending match that starts at the buffer's end holds nothing back: the same as none.
+    end = (len(buf), len(buf))
+    ours, expected = (
+        None if found is None or (found[3] and found[:2] == end) else found
+        for found in (ours, expected)
+    )
+    assert ours == expected, (delim.pattern.pattern, buf, pos, eos)
