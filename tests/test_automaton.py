@@ -375,8 +375,6 @@ def test_every_regex_whitespace_character_is_whitespace_to_str_isspace() -> None
     missed = [
         code
         for code in range(0x110000)
-        if not 0xD800 <= code <= 0xDFFF
-        and space.match(chr(code))
-        and not chr(code).isspace()
+        if not 0xD800 <= code <= 0xDFFF and space.match(chr(code)) and not chr(code).isspace()
     ]
     assert missed == []
