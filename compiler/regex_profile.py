@@ -139,7 +139,7 @@ def profile(pattern: str) -> RegexProfile:
         literal_prefixes=_literal_prefixes(items),
         led_by=led_by,
         led_prefixes=led_prefixes,
-        prefix_at_start=_starts_with_literal(items),
+        prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
         runs=_runs(pattern, items),
         cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
     )
@@ -418,7 +418,10 @@ def _branches(items: list[Any]) -> list[list[Any]]:
 
 def _literal_prefixes(items: list[Any]) -> tuple[str, ...]:
     """The texts every match starts with one of, or () if some branch has none."""
-    whole = _literal_prefix(items)
+    texts = _leading_texts(items)
+    if texts:
+        return texts
+    whole = _literal_prefix(items)  # after an assertion
     if whole:
         return (whole,)
     prefixes = []
@@ -469,7 +472,11 @@ def _leading_texts(items: list[Any]) -> tuple[str, ...]:
         return ()
     op, av = items[0]
     if op is sre.LITERAL:
-        return (_literal_prefix(items),)
+        # A literal run, and what follows it when that starts with literals too: the
+        # parser factors common prefixes out (`</a>|</b>` reads as `</` + `a>|b>`).
+        text = _literal_prefix(items)
+        more = _leading_texts(items[len(text) :]) if len(text) < len(items) else ()
+        return tuple(text + tail for tail in more) if more else (text,)
     if op is sre.SUBPATTERN and not av[1] and not av[2]:  # a group that changes no flag
         return _leading_texts(list(av[-1]) + items[1:])
     options: list[list[Any]] = []

@@ -82,9 +82,9 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<|tools_prefix|>"
 
 # fields.tool_calls.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"<\|tools_suffix\|>\s*|<\|assistant_end\|>", regex.DOTALL)
-TOOL_CALLS_CLOSE_PREFIX = "<|"
+TOOL_CALLS_CLOSE_PREFIX = ("<|tools_suffix|>", "<|assistant_end|>")
 
 # fields.content.close
 CONTENT_CLOSE = "<|assistant_end|>"

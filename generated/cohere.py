@@ -97,11 +97,11 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<\|END_ACTION\|>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<|END_ACTION|>"
 
 # fields.content.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 CONTENT_CLOSE_RE = regex.compile(
     r"<\|START_RESPONSE\|>|<\|END_RESPONSE\|>\s*|<\|END_OF_TURN_TOKEN\|>.*", regex.DOTALL
 )
-CONTENT_CLOSE_PREFIX = "<|"
+CONTENT_CLOSE_PREFIX = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|END_OF_TURN_TOKEN|>")
 
 # fields.content.content_args.pattern
 CONTENT_UNWRAP_RE = regex.compile(r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>", regex.DOTALL)

@@ -112,7 +112,7 @@ TOOL_CALLS_CLOSE_PREFIX = "<｜tool▁call▁end｜>"
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "<｜"
+CONTENT_CLOSE_PREFIX = ("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>")
 
 
 class Parser(CompiledParser):

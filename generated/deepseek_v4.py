@@ -121,7 +121,7 @@ CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜tool_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "<"
+CONTENT_CLOSE_PREFIX = ("</｜DSML｜tool_calls>", "<｜end▁of▁sentence｜>")
 
 
 def _tool_calls_kind0(raw: Any) -> Any:

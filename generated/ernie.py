@@ -87,10 +87,11 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 
 # fields.content.close_pattern
-# Prefilter: every match starts with '\n' or '<'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 CONTENT_CLOSE_RE = regex.compile(
     r"<response>\n?|\n?</response>\s*|<\|end_of_sentence\|>.*", regex.DOTALL
 )
+CONTENT_CLOSE_PREFIX = ("<response>", "\n</response>", "</response>", "<|end_of_sentence|>")
 
 
 class Parser(CompiledParser):
@@ -287,7 +288,9 @@ class Parser(CompiledParser):
             RegexDelimiter(
                 OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
             ),
-            RegexDelimiter(CLOSE, "content", CONTENT_CLOSE_RE, rank=2, cheap=True),
+            RegexDelimiter(
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+            ),
         ),
         scan=_scan_content,
         feed=None,

@@ -63,9 +63,9 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|start_of_role|>assistant<|end_of_role|>",)
 
 # fields.thinking.open_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_OPEN_RE = regex.compile(r"Here(?:'s| is) my thought process:", regex.DOTALL)
-THINKING_OPEN_PREFIX = "Here"
+THINKING_OPEN_PREFIX = ("Here's my thought process:", "Here is my thought process:")
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where one of its branches' literal prefixes does.

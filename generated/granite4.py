@@ -67,9 +67,9 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"
 
 # fields.tool_calls.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call>\s*|<\|end_of_text\|>", regex.DOTALL)
-TOOL_CALLS_CLOSE_PREFIX = "<"
+TOOL_CALLS_CLOSE_PREFIX = ("</tool_call>", "<|end_of_text|>")
 
 # fields.content.close
 CONTENT_CLOSE = "<|end_of_text|>"
@@ -96,7 +96,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -205,6 +205,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,

@@ -88,7 +88,7 @@ TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:</?answer>|<\|eos\|>)\s*", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "<"
+CONTENT_CLOSE_PREFIX = ("</answer>", "<answer>", "<|eos|>")
 
 
 class Parser(CompiledParser):

@@ -80,7 +80,7 @@ START_ANCHOR = ("<｜hy_Assistant｜>",)
 # Can start anywhere or match empty, so it is searched on every scan.
 THINKING_OPEN_RE = regex.compile(r"\s*<think(?::[^\s>]+)?>", regex.DOTALL)
 THINKING_OPEN_LED_BY = r"\s*"
-THINKING_OPEN_PREFIX = "<think"
+THINKING_OPEN_PREFIX = ("<think:", "<think>")
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where one of its branches' literal prefixes does.
@@ -103,15 +103,15 @@ TOOL_CALLS_OPEN_RUNS = (
     ),
 )
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
-TOOL_CALLS_OPEN_PREFIX = ("<tool_calls", "<tool_call")
+TOOL_CALLS_OPEN_PREFIX = ("<tool_calls:", "<tool_calls>", "<tool_call:", "<tool_call>")
 
 # fields.tool_calls.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</tool_call(?::[^\s>]+)?>\s*", regex.DOTALL)
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call(?::[^\s>]+)?>", r"\s*"),)
-TOOL_CALLS_CLOSE_PREFIX = "</tool_call"
+TOOL_CALLS_CLOSE_PREFIX = ("</tool_call:", "</tool_call>")
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -130,7 +130,7 @@ CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTA
 # that repeat, and the literal awaited after it.
 CONTENT_CLOSE_RUNS = (HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),)
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "</tool_calls"
+CONTENT_CLOSE_PREFIX = ("</tool_calls:", "</tool_calls>")
 
 
 class Parser(CompiledParser):

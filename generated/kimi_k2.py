@@ -122,7 +122,7 @@ TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "<|"
+CONTENT_CLOSE_PREFIX = ("<|tool_calls_section_end|>", "<|im_end|>")
 
 
 class Parser(CompiledParser):

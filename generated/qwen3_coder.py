@@ -92,9 +92,9 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<tool_call>", "<function=")
 
 # fields.tool_calls.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</function>\s*|</tool_call>\s*|<\|im_end\|>", regex.DOTALL)
-TOOL_CALLS_CLOSE_PREFIX = "<"
+TOOL_CALLS_CLOSE_PREFIX = ("</function>", "</tool_call>", "<|im_end|>")
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -103,9 +103,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 CONTENT_CLOSE_RE = regex.compile(r"<\|im_end\|>|</tool_call>\s*", regex.DOTALL)
-CONTENT_CLOSE_PREFIX = "<"
+CONTENT_CLOSE_PREFIX = ("<|im_end|>", "</tool_call>")
 
 
 class Parser(CompiledParser):
@@ -166,7 +166,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -302,6 +302,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,

@@ -76,9 +76,9 @@ THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = "<seed:think>"
 
 # fields.thinking.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 THINKING_CLOSE_RE = regex.compile(r"</seed:think>\s*|<seed:eos>", regex.DOTALL)
-THINKING_CLOSE_PREFIX = "<"
+THINKING_CLOSE_PREFIX = ("</seed:think>", "<seed:eos>")
 
 # fields.tool_calls.open_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -92,9 +92,9 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<seed:tool_call>", "<function=")
 
 # fields.tool_calls.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"</function>\s*|</seed:tool_call>\s*|<seed:eos>", regex.DOTALL)
-TOOL_CALLS_CLOSE_PREFIX = "<"
+TOOL_CALLS_CLOSE_PREFIX = ("</function>", "</seed:tool_call>", "<seed:eos>")
 
 # fields.tool_calls.content_args.tag_pattern
 TOOL_CALLS_TAG_RE = regex.compile(
@@ -103,9 +103,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Prefilter: a match can only start where its literal prefix does.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 CONTENT_CLOSE_RE = regex.compile(r"<seed:eos>|</seed:tool_call>\s*", regex.DOTALL)
-CONTENT_CLOSE_PREFIX = "<"
+CONTENT_CLOSE_PREFIX = ("<seed:eos>", "</seed:tool_call>")
 
 
 class Parser(CompiledParser):
@@ -129,7 +129,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -166,7 +166,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text:
+        if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         parts = self._parts
@@ -285,6 +285,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_thinking,
         feed=_feed_thinking,
         close=_close_thinking,
@@ -301,6 +302,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,

@@ -128,7 +128,7 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # Can start anywhere or match empty, so it is searched on every scan.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool_calls_end｜>|<\\|EOT\\|>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
-CONTENT_CLOSE_PREFIX = "<"
+CONTENT_CLOSE_PREFIX = ("<｜tool_calls_end｜>", "<|EOT|>")
 
 
 class Parser(CompiledParser):

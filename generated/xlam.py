@@ -72,10 +72,11 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 )
 
 # fields.tool_calls.close_pattern
-# Prefilter: every match starts with '<' or '`'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_CLOSE_RE = regex.compile(
     r"(?:```|</tool_call>)\s*|<\|im_end\|>|<\|eot_id\|>|<\|endoftext\|>", regex.DOTALL
 )
+TOOL_CALLS_CLOSE_PREFIX = ("```", "</tool_call>", "<|im_end|>", "<|eot_id|>", "<|endoftext|>")
 
 # fields.content.close
 CONTENT_CLOSE = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>")
@@ -102,7 +103,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "`" in text:
+        if ("<" in text or "`" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-1:]
@@ -193,7 +194,17 @@ class Parser(CompiledParser):
     # then by field name (the order that breaks ties between equal matches).
     TOOL_CALLS_STATE = State(
         "tool_calls",
-        patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0, cheap=True),),
+        patterns=(
+            RegexDelimiter(
+                CLOSE,
+                "tool_calls",
+                TOOL_CALLS_CLOSE_RE,
+                rank=0,
+                prefix=TOOL_CALLS_CLOSE_PREFIX,
+                cheap=True,
+            ),
+        ),
+        plain_pieces=True,
         scan=_scan_tool_calls,
         feed=_feed_tool_calls,
         close=_close_tool_calls,

@@ -626,6 +626,9 @@ class State:
         "at_end",
         "starts_or_piece",
         "led",
+        "led_back",
+        "led_piece",
+        "led_reach",
         "plain_pieces",
         "store",
         "join",
@@ -694,6 +697,23 @@ class State:
         )
         # Patterns led by a run: a piece at the end may be preceded by a run they hold too.
         self.led = tuple(delim for delim in patterns if delim.run_back is not None)
+        # When they share one run (as `\s*`-led patterns do), the run before the longest
+        # piece of any of their prefixes is the earliest of theirs (a run cannot cross the
+        # first character of a prefix): one regex finds that piece (`led_piece`, searched
+        # from `led_reach` characters before the end) and one the run (`led_back`).
+        self.led_back = self.led_piece = None
+        self.led_reach = 0
+        runs = {delim.run_back.pattern for delim in self.led if delim.run_back is not None}
+        if len(runs) == 1:
+            self.led_back = self.led[0].run_back
+            led_texts = {prefix for delim in self.led for prefix in delim.led_prefixes}
+            self.led_reach = max(len(text) - 1 for text in led_texts)
+            led_pieces = {text[:end] for text in led_texts for end in range(1, len(text))}
+            if sum(map(len, led_pieces)) > MAX_PIECES:
+                self.led_back = None  # the loop over each pattern's prefixes, below
+            elif led_pieces:
+                ordered = sorted(led_pieces, key=lambda text: (-len(text), text))
+                self.led_piece = re.compile(f"(?:{'|'.join(map(re.escape, ordered))})\\Z")
         self.start_texts = (
             tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
         )
@@ -772,6 +792,17 @@ class State:
         occurs in it (and `plain_pieces`), or -1: the longest piece of a start text, or
         earlier, the run before it (or before the end) of a pattern led by a run."""
         found = self.piece_at_end(text)
+        size = len(text)
+        back = self.led_back
+        if back is not None:
+            at_end = self.led_piece
+            piece = None if at_end is None else at_end.search(text, max(0, size - self.led_reach))
+            end = size if piece is None else piece.start()
+            run = back.match(text, 0, end)
+            start = end if run is None else run.start()
+            if start < size and (found == -1 or start < found):
+                found = start
+            return found
         for delim in self.led:
             start = delim.run_and_piece(text)
             if start != -1 and (found == -1 or start < found):
