@@ -76,7 +76,7 @@ THINKING_CLOSE_RUNS = (HeldRun(r"<\|inner_suffix\|>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "<|inner_suffix|>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<\|tools_prefix\|>", regex.DOTALL)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<|tools_prefix|>"

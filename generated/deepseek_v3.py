@@ -66,7 +66,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<｜tool▁outputs▁end｜>", "<｜Assistant｜>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     (
         "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)"
@@ -96,7 +96,7 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>")
 
 # fields.tool_calls.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*```\\s*<｜tool▁call▁end｜>", regex.DOTALL)
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
@@ -105,7 +105,7 @@ TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "```"
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>")

@@ -83,7 +83,7 @@ THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?P<name>[^\\s<]+)\\s*<｜tool▁sep｜>\\s*",
     regex.DOTALL,
@@ -103,13 +103,13 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>")
 
 # fields.tool_calls.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*<｜tool▁call▁end｜>", regex.DOTALL)
 TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "<｜tool▁call▁end｜>"
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool▁calls▁end｜>|<｜end▁of▁sentence｜>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("<｜tool▁calls▁end｜>", "<｜end▁of▁sentence｜>")

@@ -88,7 +88,7 @@ THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     '\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke name="(?P<name>[^"]+)">', regex.DOTALL
 )
@@ -110,7 +110,7 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜function_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )

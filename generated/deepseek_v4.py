@@ -116,7 +116,7 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(
     "\\s*(?:</｜DSML｜tool_calls>|<｜end▁of▁sentence｜>)", regex.DOTALL
 )

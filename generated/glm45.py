@@ -71,7 +71,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|assistant|>",)
 
 # fields.thinking.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<think>", regex.DOTALL)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = "<think>"
@@ -84,7 +84,7 @@ THINKING_CLOSE_RE = regex.compile(
 THINKING_CLOSE_PREFIX = ("</think>", "<tool_call>", "<|user|>", "<|observation|>", "<|endoftext|>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*<tool_call>\s*(?P<name>[^\s<]+)\s*(?=(?:(?!<tool_call>).)*?</tool_call>)", regex.DOTALL
 )

@@ -71,7 +71,7 @@ THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_calls>", regex.DOTALL)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"
@@ -85,7 +85,7 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_calls>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_calls>"
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:</?answer>|<\|eos\|>)\s*", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("</answer>", "<answer>", "<|eos|>")

@@ -77,7 +77,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<｜hy_Assistant｜>",)
 
 # fields.thinking.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<think(?::[^\s>]+)?>", regex.DOTALL)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = ("<think:", "<think>")
@@ -90,7 +90,7 @@ THINKING_CLOSE_RE = regex.compile(
 THINKING_CLOSE_PREFIX = ("</think", "<tool_call")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<tool_calls(?::[^\s>]+)?>\s*)?<tool_call(?::[^\s>]+)?>\s*(?P<name>[^\s<]+)\s*<tool_sep(?::[^\s>]+)?>",
     regex.DOTALL,
@@ -124,7 +124,7 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTALL)
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.

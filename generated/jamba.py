@@ -59,7 +59,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|assistant|>",)
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_calls>", regex.DOTALL)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"

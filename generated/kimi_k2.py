@@ -80,7 +80,7 @@ THINKING_CLOSE_RE = regex.compile(r"</think>|(?=<\|tool_calls_section_begin\|>)"
 THINKING_CLOSE_PREFIX = ("</think>", "<|tool_calls_section_begin|>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     (
         r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>"
@@ -113,13 +113,13 @@ TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>")
 
 # fields.tool_calls.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"\s*<\|tool_call_end\|>", regex.DOTALL)
 TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:<\|tool_calls_section_end\|>|<\|im_end\|>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("<|tool_calls_section_end|>", "<|im_end|>")

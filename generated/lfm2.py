@@ -68,7 +68,7 @@ THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<\|tool_call_start\|>", regex.DOTALL)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<|tool_call_start|>"

@@ -70,7 +70,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|im_start|>assistant\n",)
 
 # fields.thinking.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<think>", regex.DOTALL)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = "<think>"
@@ -81,7 +81,7 @@ THINKING_CLOSE_RE = regex.compile(r"</think>\s*|(?=<tool_call>)|<\|im_end\|>", r
 THINKING_CLOSE_PREFIX = ("</think>", "<tool_call>", "<|im_end|>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<tool_call>\s*)?<function=(?P<name>[^>\n]+)>", regex.DOTALL
 )

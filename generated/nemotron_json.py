@@ -78,7 +78,7 @@ THINKING_CLOSE_RUNS = (HeldRun(r"</think>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<TOOLCALL>", regex.DOTALL)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<TOOLCALL>"

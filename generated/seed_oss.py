@@ -70,7 +70,7 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<seed:bos>assistant\n",)
 
 # fields.thinking.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<seed:think>", regex.DOTALL)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = "<seed:think>"
@@ -81,7 +81,7 @@ THINKING_CLOSE_RE = regex.compile(r"</seed:think>\s*|<seed:eos>", regex.DOTALL)
 THINKING_CLOSE_PREFIX = ("</seed:think>", "<seed:eos>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"\s*(?:<seed:tool_call>\s*)?<function=(?P<name>[^>\n]+)>", regex.DOTALL
 )

@@ -76,7 +76,7 @@ THINKING_OPEN = "<think>"
 THINKING_CLOSE = "</think>"
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     (
         "\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜"
@@ -125,7 +125,7 @@ TOOL_CALLS_TAG_RE = regex.compile(
 )
 
 # fields.content.close_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile("\\s*(?:<｜tool_calls_end｜>|<\\|EOT\\|>)", regex.DOTALL)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("<｜tool_calls_end｜>", "<|EOT|>")
