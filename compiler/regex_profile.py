@@ -140,7 +140,7 @@ def profile(pattern: str) -> RegexProfile:
         led_by=led_by,
         led_prefixes=led_prefixes,
         prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
-        runs=_runs(pattern, items),
+        runs=_runs(pattern, items, led=bool(led_by)),
         cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
     )
 
@@ -155,8 +155,9 @@ _GROUP = re.compile(r"\A\((?:\?P<\w+>|\?:)?(.*)\)\Z", re.DOTALL)
 _QUANTIFIED = re.compile(r"\A(.*?)(?:[*+]|\{(?:0|1)?,\})[?+]?\Z", re.DOTALL)
 
 
-def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
-    """Every way a held match of `pattern` can wait (see RegexDelimiter.waits).
+def _runs(pattern: str, items: list[Any], led: bool = False) -> tuple[Run, ...]:
+    """Every way a held match of `pattern` can wait (see RegexDelimiter.waits); `led`:
+    the pattern is led by a run (_led_by), whose leading repeat waits too (HEAD empty).
 
     Pattern = HEAD + R* + REST, with R one character class (or any character) repeated
     from 0 or 1 times without bound, possibly in a group of its own. Once HEAD has
@@ -175,7 +176,9 @@ def _runs(pattern: str, items: list[Any]) -> tuple[Run, ...]:
         runs.append(ahead)
     for index, (op, av) in enumerate(items):
         repeat = _single_repeat(op, av)
-        if repeat is None or index == 0:
+        # A leading repeat waits only in a pattern led by a run (_led_by): a held match of
+        # `\s*<think>` is a run of whitespace until a non-space or `<think>` arrives.
+        if repeat is None or (index == 0 and not led):
             continue
         lazy, body = repeat
         rest = items[index + 1 :]

@@ -78,6 +78,9 @@ THINKING_CLOSE_PREFIX = "<|inner_suffix|>"
 # fields.tool_calls.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<\|tools_prefix\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"", r"\s*", "<|tools_prefix|>"),)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<|tools_prefix|>"
 
@@ -302,6 +305,7 @@ class Parser(CompiledParser):
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 cheap=True,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

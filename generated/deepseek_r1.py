@@ -86,6 +86,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun("\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?", r"\s*"),
     HeldRun(
         "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?:function)?\\s*<｜tool▁sep｜>\\s*(?P<name>[^\\s`<]+)",
@@ -108,7 +109,10 @@ TOOL_CALLS_OPEN_PREFIX = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁beg
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*```\\s*<｜tool▁call▁end｜>", regex.DOTALL)
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
-TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>"),)
+TOOL_CALLS_CLOSE_RUNS = (
+    HeldRun(r"", r"\s*"),
+    HeldRun(r"\s*```", r"\s*", "<｜tool▁call▁end｜>"),
+)
 TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "```"
 

@@ -91,6 +91,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun(
         "\\s*(?:<｜tool▁calls▁begin｜>\\s*)?<｜tool▁call▁begin｜>\\s*(?P<name>[^\\s<]+)", r"\s*"
     ),
@@ -105,6 +106,9 @@ TOOL_CALLS_OPEN_PREFIX = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁beg
 # fields.tool_calls.close_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_CLOSE_RE = regex.compile("\\s*<｜tool▁call▁end｜>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"", r"\s*", "<｜tool▁call▁end｜>"),)
 TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "<｜tool▁call▁end｜>"
 
@@ -294,6 +298,7 @@ class Parser(CompiledParser):
                 led_by=TOOL_CALLS_CLOSE_LED_BY,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 cheap=True,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         plain_pieces=True,

@@ -95,6 +95,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun('\\s*(?:<｜DSML｜function_calls>\\s*)?<｜DSML｜invoke name="', '[^"]*', '">'),
 )
 TOOL_CALLS_OPEN_LED_BY = r"\s*"

@@ -22,6 +22,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldRun,
     Hit,
     LiteralDelimiter,
     Memo,
@@ -63,6 +64,9 @@ START_ANCHOR = ("<|start_of_role|>assistant<|end_of_role|>",)
 # fields.tool_calls.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_call>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"", r"\s*", "<tool_call>"),)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<tool_call>"
 
@@ -224,6 +228,7 @@ class Parser(CompiledParser):
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 cheap=True,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

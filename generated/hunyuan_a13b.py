@@ -73,6 +73,9 @@ THINKING_CLOSE = "</think>"
 # fields.tool_calls.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(r"\s*<tool_calls>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_OPEN_RUNS = (HeldRun(r"", r"\s*", "<tool_calls>"),)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = "<tool_calls>"
 
@@ -298,6 +301,7 @@ class Parser(CompiledParser):
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 cheap=True,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
             RegexDelimiter(

@@ -79,6 +79,9 @@ START_ANCHOR = ("<｜hy_Assistant｜>",)
 # fields.thinking.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<think(?::[^\s>]+)?>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_OPEN_RUNS = (HeldRun(r"", r"\s*"),)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = ("<think:", "<think>")
 
@@ -98,6 +101,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun(
         r"\s*(?:<tool_calls(?::[^\s>]+)?>\s*)?<tool_call(?::[^\s>]+)?>\s*(?P<name>[^\s<]+)", r"\s*"
     ),
@@ -128,7 +132,10 @@ TOOL_CALLS_TAG_RE = regex.compile(
 CONTENT_CLOSE_RE = regex.compile(r"\s*</tool_calls(?::[^\s>]+)?>\s*", regex.DOTALL)
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
-CONTENT_CLOSE_RUNS = (HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),)
+CONTENT_CLOSE_RUNS = (
+    HeldRun(r"", r"\s*"),
+    HeldRun(r"\s*</tool_calls(?::[^\s>]+)?>", r"\s*"),
+)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("</tool_calls:", "</tool_calls>")
 
@@ -346,6 +353,7 @@ class Parser(CompiledParser):
                 led_by=THINKING_OPEN_LED_BY,
                 prefix=THINKING_OPEN_PREFIX,
                 cheap=True,
+                runs=THINKING_OPEN_RUNS,
                 target=THINKING_STATE,
             ),
             RegexDelimiter(

@@ -92,6 +92,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun(
         r"\s*(?:<\|tool_calls_section_begin\|>\s*)?<\|tool_call_begin\|>\s*(?:functions\.)?",
         r"[\w.\-]*",
@@ -115,6 +116,9 @@ TOOL_CALLS_OPEN_PREFIX = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>")
 # fields.tool_calls.close_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_CLOSE_RE = regex.compile(r"\s*<\|tool_call_end\|>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"", r"\s*", "<|tool_call_end|>"),)
 TOOL_CALLS_CLOSE_LED_BY = r"\s*"
 TOOL_CALLS_CLOSE_PREFIX = "<|tool_call_end|>"
 
@@ -316,6 +320,7 @@ class Parser(CompiledParser):
                 led_by=TOOL_CALLS_CLOSE_LED_BY,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
                 cheap=True,
+                runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
         plain_pieces=True,

@@ -79,7 +79,10 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 )
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
-TOOL_CALLS_OPEN_RUNS = (HeldRun('\\s*(?:<minimax:tool_call>\\s*)?<invoke name="', '[^"]*', '">'),)
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
+    HeldRun('\\s*(?:<minimax:tool_call>\\s*)?<invoke name="', '[^"]*', '">'),
+)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<minimax:tool_call>", '<invoke name="')
 
@@ -94,6 +97,9 @@ TOOL_CALLS_TAG_RE = regex.compile(
 # fields.content.close_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 CONTENT_CLOSE_RE = regex.compile(r"\s*(?:</minimax:tool_call>|\[e~\[)", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+CONTENT_CLOSE_RUNS = (HeldRun(r"", r"\s*"),)
 CONTENT_CLOSE_LED_BY = r"\s*"
 CONTENT_CLOSE_PREFIX = ("</minimax:tool_call>", "[e~[")
 
@@ -298,6 +304,7 @@ class Parser(CompiledParser):
                 led_by=CONTENT_CLOSE_LED_BY,
                 prefix=CONTENT_CLOSE_PREFIX,
                 cheap=True,
+                runs=CONTENT_CLOSE_RUNS,
             ),
         ),
         plain_pieces=True,

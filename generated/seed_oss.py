@@ -72,6 +72,9 @@ START_ANCHOR = ("<seed:bos>assistant\n",)
 # fields.thinking.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.
 THINKING_OPEN_RE = regex.compile(r"\s*<seed:think>", regex.DOTALL)
+# Held matches that only a known text can change: the pattern up to a repeat, a run of
+# that repeat, and the literal awaited after it.
+THINKING_OPEN_RUNS = (HeldRun(r"", r"\s*", "<seed:think>"),)
 THINKING_OPEN_LED_BY = r"\s*"
 THINKING_OPEN_PREFIX = "<seed:think>"
 
@@ -87,7 +90,10 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 )
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
-TOOL_CALLS_OPEN_RUNS = (HeldRun(r"\s*(?:<seed:tool_call>\s*)?<function=", r"[^>\n]*", ">"),)
+TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
+    HeldRun(r"\s*(?:<seed:tool_call>\s*)?<function=", r"[^>\n]*", ">"),
+)
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
 TOOL_CALLS_OPEN_PREFIX = ("<seed:tool_call>", "<function=")
 
@@ -320,6 +326,7 @@ class Parser(CompiledParser):
                 led_by=THINKING_OPEN_LED_BY,
                 prefix=THINKING_OPEN_PREFIX,
                 cheap=True,
+                runs=THINKING_OPEN_RUNS,
                 target=THINKING_STATE,
             ),
             RegexDelimiter(

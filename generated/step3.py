@@ -87,6 +87,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
 # Held matches that only a known text can change: the pattern up to a repeat, a run of
 # that repeat, and the literal awaited after it.
 TOOL_CALLS_OPEN_RUNS = (
+    HeldRun(r"", r"\s*"),
     HeldRun(
         "\\s*(?:<｜tool_calls_begin｜>\\s*)?(?:<｜tool_sep｜>\\s*)?<｜tool_call_begin｜>", r"\s*"
     ),

@@ -101,11 +101,17 @@ class Scanner:
         if state.starts is not None and text:
             # Two outcomes of a scan step need no scan: nothing in the text can start a
             # delimiter (route it all), or only its end can, as a piece of one, or a run
-            # that leads one (hold that, unless it is long enough to wait on).
+            # that leads one (hold that; a run long enough to wait on goes to the scan,
+            # which waits on it).
             buf = self._pending + text
             if state.starts.search(buf) is None:
-                piece = state.held_at_end(buf) if state.led else state.piece_at_end(buf)
-                if piece == -1 or (state.plain_pieces and len(buf) - piece < self.WAIT_AFTER):
+                if state.led:
+                    piece = state.held_at_end(buf)
+                    plain = state.plain_pieces and len(buf) - piece < self.WAIT_AFTER
+                else:
+                    piece = state.piece_at_end(buf)
+                    plain = state.plain_pieces
+                if piece == -1 or plain:
                     self._base = self._fed - len(self._pending)
                     self._pos = 0
                     self._fed += len(text)
