@@ -54,9 +54,10 @@ class PatternCheck:
 
     local: str
     path: str
-    limit: str  # expression: where its match stops mattering (runtime next_hit's `limit`)
     better: str | None  # condition for it to replace the best match; None: nothing yet
     first: bool  # nothing is held back yet: a pending match holds from its start
+
+    limit = LIMIT  # where its match stops mattering (runtime next_hit's `limit`)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,6 @@ def plan_scan_step(
             PatternCheck(
                 local=names[rank],
                 path=watch.delimiter.path,
-                limit=LIMIT,
                 better=better,
                 first=first,
             )
