@@ -109,6 +109,25 @@ class StatePlan:
         of a pattern led by a run of `\s` (held back, as the reference holds it)."""
         return any(watch.led_by_space for watch in self.watches)
 
+    @property
+    def holds_space_runs(self) -> bool:
+        r"""Whether the fast path can hold a run of whitespace itself (`Scanner._feed_run`):
+        every pattern led by a run is led by `\s*`, and no start text begins with whitespace,
+        so held-back text that is all whitespace is such a run, and what a scan holds back of
+        a chunk with no start text in it is the run at its end."""
+        stop = self.stop_chars
+        return (
+            self.run_of_space
+            and self.plain_pieces
+            and stop is not None
+            and not any(char.isspace() for char in stop)
+            and all(
+                watch.led_by_space
+                for watch in self.watches
+                if watch.profile is not None and watch.profile.led_by
+            )
+        )
+
 
 @dataclass(frozen=True)
 class Automaton:

@@ -194,10 +194,11 @@ class Parser(CompiledParser):
 
     def _feed_content(self, text: str) -> list[Event]:
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text:
+        if not text or ("<" in text and self._state.may_start(text)):
             return self._scan_feed(text)
-        if ("<" in text and self._state.may_start(text)) or text[-1].isspace():
-            return self._scan_feed(text)
+        if self._pending or text[-1].isspace():
+            # Held-back text, or a run of whitespace at the end that may lead a watched pattern.
+            return self._feed_run(text)
         self._fed += len(text)
         parts = self._parts
         parts.append(text)

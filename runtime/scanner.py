@@ -122,6 +122,31 @@ class Scanner:
         self._run(text, events, eos=False)
         return events
 
+    def _feed_run(self, text: str) -> list[Event]:
+        r"""The fast path's rest, in a state whose patterns are led by a run of `\s`
+        (`StatePlan.holds_space_runs`), for a chunk in which no start text occurs or begins
+        at its end, that follows held-back text or ends in whitespace.
+
+        No start text begins with whitespace, so held-back text that is all whitespace is
+        a run that may lead a match (or text an interrupted scan left, which no start text
+        can begin in either), and what a scan holds back of it plus the chunk is the run
+        at their end: the rest goes to the region. Anything else goes to the scan: other
+        held-back text, a run ending in whitespace other than space and newline (to
+        `str.isspace` some characters are whitespace that `\s` does not match), and a run
+        long enough to wait on.
+        """
+        held = self._pending
+        if held and (self._waiting is not None or not held.isspace()):
+            return self._scan_feed(text)
+        kept = text.rstrip(" \n")
+        if kept and kept[-1].isspace():
+            return self._scan_feed(text)
+        run = text[len(kept) :] if kept else held + text
+        if len(run) >= self.WAIT_AFTER:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        return self._route(held + kept if kept else "", run, text)
+
     def _route(self, text: str, held: str, chunk: str) -> list[Event]:
         """Send `text` to the current region and hold `held`, as a scan step would (`text`
         + `held` is the held-back text and the new `chunk`)."""

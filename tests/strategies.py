@@ -52,6 +52,11 @@ TEXT = [
     "🙂",
     "\u2028",
     "a\rb",
+    "\t",
+    # Whitespace to str.isspace that regex's \s does not match, and wide whitespace that it
+    # does: a run of them may or may not lead a pattern (Scanner._feed_run).
+    "\x1c",
+    " \u3000",
     "<",
     ">",
     "|",
