@@ -40,6 +40,11 @@ class Watch:
         if self.delimiter.literals is not None:
             return self.delimiter.literals
         assert self.profile is not None
+        if self.profile.led_by and not self.led_by_space:
+            # The fast path's exact test (State.may_start) sees texts, not a run at the end
+            # of a chunk, which a pattern led by another run (`[ \t]*<p>`) may begin with:
+            # its stop characters (the run's among them) send such chunks to the scan.
+            return None
         return self.profile.literal_prefixes or self.profile.led_prefixes or None
 
     @property
@@ -94,14 +99,19 @@ class StatePlan:
         """Whether a piece of a start text at the end of a chunk is always exactly what the
         scan would hold back: no start text occurs inside another's proper prefix (which
         could be a complete match after the piece), and no regex has an assertion in front
-        of its prefix (which could refuse the piece)."""
-        texts = self.start_texts or ()
-        if any(other in text[1:-1] for text in texts for other in texts):
-            return False
-        return all(
-            watch.profile is None or watch.profile.prefix_at_start or watch.profile.led_by
+        of its prefix or run (which could refuse the piece)."""
+        return self._pieces_apart and all(
+            watch.profile is None
+            or watch.profile.prefix_at_start
+            or (watch.profile.led_by and not watch.profile.led_guarded)
             for watch in self.watches
         )
+
+    @property
+    def _pieces_apart(self) -> bool:
+        """Whether no start text occurs inside another's proper prefix."""
+        texts = self.start_texts or ()
+        return not any(other in text[1:-1] for text in texts for other in texts)
 
     @property
     def run_of_space(self) -> bool:
@@ -118,7 +128,7 @@ class StatePlan:
         stop = self.stop_chars
         return (
             self.run_of_space
-            and self.plain_pieces
+            and self._runs_held
             and stop is not None
             and not any(char.isspace() for char in stop)
             and all(
@@ -126,6 +136,26 @@ class StatePlan:
                 for watch in self.watches
                 if watch.profile is not None and watch.profile.led_by
             )
+        )
+
+
+    @property
+    def _runs_held(self) -> bool:
+        """plain_pieces, but for patterns whose run has a look-behind in front of it
+        (`RegexProfile.led_guarded`), when a pattern of the state has a branch whose run has
+        none: that branch holds any run at the end (partial, awaiting its text) from the
+        run's start, and a guarded branch cannot start earlier (a match starts at a run, or
+        at a start text, and no piece of one is at the end), so the scan holds that run."""
+        bare = any(
+            watch.profile.led_bare
+            for watch in self.watches
+            if watch.profile is not None and watch.led_by_space
+        )
+        return self._pieces_apart and all(
+            watch.profile is None
+            or watch.profile.prefix_at_start
+            or (watch.profile.led_by and (bare or not watch.profile.led_guarded))
+            for watch in self.watches
         )
 
 

@@ -82,6 +82,16 @@ class RegexProfile:
     # characters it needs no time bound (whose cost, ~5 us a search, would dominate
     # the scans of a stream).
     cheap: bool = False
+    # True when a branch can only match at the stream's first position (`^` without
+    # MULTILINE, `\A`), which the parser's left context (lookbehind >= 1) rules out
+    # anywhere else: the fields above then describe the pattern's other branches, the only
+    # ones that can match past that position (see _options, _start_only).
+    start_only: bool = False
+    # For a pattern led by a run: whether some branch has a look-behind in front of its
+    # run (`(?<=X)\s*<a>`), which can refuse a position and so the run (`guarded`), and
+    # whether some branch has none (`bare`): a bare branch holds any run at the end.
+    led_guarded: bool = False
+    led_bare: bool = False
 
     @property
     def kind(self) -> str:
@@ -131,8 +141,27 @@ def profile(pattern: str) -> RegexProfile:
     lookbehind = _lookbehind(items)
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
+    runs = _runs(pattern, items, led=bool(_led_by(pattern, items)[0]))
+    cheap = _unbounded_repeats(items) <= CHEAP_REPEATS
+    options = _options(items)
+    later = [option for option in options if not _start_only(option, tree.state.flags)]
+    start_only = len(later) < len(options)
+    if not later:  # no match past the stream's first position
+        return RegexProfile(
+            lookbehind=lookbehind,
+            first_chars=frozenset(),
+            prefix_at_start=True,
+            runs=runs,
+            cheap=cheap,
+            start_only=True,
+        )
+    if start_only:  # the other branches, as one alternation
+        items = later[0] if len(later) == 1 else [(sre.BRANCH, (None, later))]
     chars, nullable = first(items)
-    led_by, led_prefixes = _led_by(pattern, items)
+    led_by, led_prefixes = ("", ()) if start_only else _led_by(pattern, items)
+    guarded = False
+    if not led_by and _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern:
+        led_by, led_prefixes, guarded = _led_options(later)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
@@ -140,9 +169,124 @@ def profile(pattern: str) -> RegexProfile:
         led_by=led_by,
         led_prefixes=led_prefixes,
         prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
-        runs=_runs(pattern, items, led=bool(led_by)),
-        cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
+        runs=runs,
+        cheap=cheap,
+        start_only=start_only,
+        led_guarded=guarded,
+        led_bare=bool(led_by) and not all(_guard_end(option) for option in later),
     )
+
+
+# A pattern is read as at most this many alternatives (_options); past that, as it is.
+MAX_OPTIONS = 16
+_AT_START = (sre.AT_BEGINNING, sre.AT_BEGINNING_STRING)
+
+
+def _options(items: list[Any]) -> list[list[Any]]:
+    """The pattern as alternatives tried one after the other: `(?:A|B)S` as `AS`, `BS`,
+    through groups that change no flag (a capturing group's number is of no concern to
+    the analysis). [items] for any other shape, or past MAX_OPTIONS."""
+    if not items:
+        return [items]
+    op, av = items[0]
+    if op is sre.SUBPATTERN and not av[1] and not av[2]:
+        return _options(list(av[-1]) + items[1:])
+    if op is not sre.BRANCH:
+        return [items]
+    options: list[list[Any]] = []
+    for branch in av[1]:
+        options.extend(_options(list(branch) + items[1:]))
+        if len(options) > MAX_OPTIONS:
+            return [items]
+    return options
+
+
+def _start_only(option: list[Any], flags: int) -> bool:
+    """Whether an alternative can only match at the start of the text: it begins with `\\A`,
+    or with `^` when MULTILINE is off (under MULTILINE `^` also matches after a newline)."""
+    if not option or option[0][0] is not sre.AT:
+        return False
+    at = option[0][1]
+    return at is sre.AT_BEGINNING_STRING or (at is sre.AT_BEGINNING and not flags & re.MULTILINE)
+
+
+def _guard_end(option: list[Any]) -> int:
+    """How many look-behind assertions an alternative starts with: they look at text before
+    the match and can only refuse a position, never consume."""
+    index = 0
+    while (
+        index < len(option)
+        and option[index][0] in (sre.ASSERT, sre.ASSERT_NOT)
+        and option[index][1][0] < 0
+    ):
+        index += 1
+    return index
+
+
+def _led_options(options: list[list[Any]]) -> tuple[str, tuple[str, ...], bool]:
+    """_led_by for a pattern read as alternatives (`(?:\\s*<a>|(?<=</b>))\\s*<c>` as
+    `\\s*<a>\\s*<c>`, `(?<=</b>)\\s*<c>`), each maybe behind look-behind assertions: when
+    each is (look-behinds) R* REST with one R, REST starting with literal texts none of
+    which starts with an R character. A look-behind can only refuse a match, so every match
+    is still a run of R and one of the texts. (run pattern, texts, whether some alternative
+    is guarded by a look-behind); ("", (), False) for any other shape."""
+    run_item: Any = None
+    texts: list[str] = []
+    guarded = False
+    for option in options:
+        index = _guard_end(option)
+        guarded = guarded or index > 0
+        if index >= len(option):
+            return "", (), False
+        op, av = option[index]
+        if op is not sre.MAX_REPEAT or av[0] != 0 or av[1] != sre.MAXREPEAT:
+            return "", (), False
+        if run_item is None:
+            run_item = option[index]
+        elif str(option[index]) != str(run_item):
+            return "", (), False
+        found = _leading_texts(option[index + 1 :])
+        if not found:
+            return "", (), False
+        texts.extend(found)
+    if run_item is None:
+        return "", (), False
+    char = _class_source(list(run_item[1][2]))
+    if char is None:
+        return "", (), False
+    run = char + "*"
+    compiled = regex.compile(run, regex.DOTALL)  # the engine that will run it
+    unique = tuple(dict.fromkeys(texts))
+    if any(compiled.fullmatch(text[0]) for text in unique):
+        return "", (), False
+    return run, unique, guarded
+
+
+_CATEGORIES = {
+    sre.CATEGORY_SPACE: r"\s",
+    sre.CATEGORY_NOT_SPACE: r"\S",
+    sre.CATEGORY_DIGIT: r"\d",
+    sre.CATEGORY_NOT_DIGIT: r"\D",
+    sre.CATEGORY_WORD: r"\w",
+    sre.CATEGORY_NOT_WORD: r"\W",
+}
+
+
+def _class_source(body: list[Any]) -> str | None:
+    """The source of a repeat's body of one character, for a category (`\\s`) or a literal,
+    checked by reparsing it; None for anything else."""
+    if len(body) != 1:
+        return None
+    op, av = body[0]
+    source = None
+    if op is sre.LITERAL:
+        source = regex.escape(chr(av))
+    elif op is sre.IN and len(av) == 1 and av[0][0] is sre.CATEGORY:
+        source = _CATEGORIES.get(av[0][1])
+    if source is None:
+        return None
+    tree = parse(source)
+    return source if tree is not None and str(list(tree)) == str(body) else None
 
 
 # A held match that only a known text can change (RegexDelimiter.waits): the pattern's

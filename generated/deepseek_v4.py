@@ -87,7 +87,7 @@ THINKING_CLOSE_RE = regex.compile("</think>|(?=<｜DSML｜tool_calls>)", regex.D
 THINKING_CLOSE_PREFIX = ("</think>", "<｜DSML｜tool_calls>")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# Prefilter: a match is a run (\s*) and then one of its prefixes.
 TOOL_CALLS_OPEN_RE = regex.compile(
     '(?:\\s*<｜DSML｜tool_calls>|(?<=</｜DSML｜invoke>)|(?<="/>))\\s*<｜DSML｜invoke name="(?P<name>[^"]+)"(?:>|(?=/>))',
     regex.DOTALL,
@@ -101,6 +101,8 @@ TOOL_CALLS_OPEN_RUNS = (
         '[^"]*',
     ),
 )
+TOOL_CALLS_OPEN_LED_BY = r"\s*"
+TOOL_CALLS_OPEN_PREFIX = ("<｜DSML｜tool_calls>", '<｜DSML｜invoke name="')
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where one of its branches' literal prefixes does.
@@ -234,6 +236,21 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if not text or ("<" in text and self._state.may_start(text)):
+            return self._scan_feed(text)
+        if self._pending or text[-1].isspace():
+            # Held-back text, or a run of whitespace at the end that may lead a watched pattern.
+            return self._feed_run(text)
+        self._fed += len(text)
+        self._context = (self._context + text)[-15:]
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -333,6 +350,8 @@ class Parser(CompiledParser):
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
+                led_by=TOOL_CALLS_OPEN_LED_BY,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
@@ -347,7 +366,7 @@ class Parser(CompiledParser):
             ),
         ),
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

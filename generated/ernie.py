@@ -64,8 +64,10 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR_RE = regex.compile(r"Assistant:(?:\s*<think>)?", regex.DOTALL)
 
 # fields.thinking.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# A branch matches only at the stream's first position; past it:
+# Prefilter: a match can only start where its literal prefix does.
 THINKING_OPEN_RE = regex.compile(r"(?:^|<think>\s*)", regex.DOTALL)
+THINKING_OPEN_PREFIX = "<think>"
 
 # fields.thinking.close_pattern
 # Prefilter: a match can only start where its literal prefix does.
@@ -189,6 +191,20 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("\n" in text or "<" in text) and self._state.may_start(text):
+            return self._scan_feed(text)
+        self._fed += len(text)
+        self._context = (self._context + text)[-1:]
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -286,14 +302,22 @@ class Parser(CompiledParser):
         ),
         patterns=(
             RegexDelimiter(
-                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+                OPEN,
+                "thinking",
+                THINKING_OPEN_RE,
+                rank=0,
+                prefix=THINKING_OPEN_PREFIX,
+                cheap=True,
+                start_only=True,
+                target=THINKING_STATE,
             ),
             RegexDelimiter(
                 CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

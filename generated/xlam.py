@@ -66,10 +66,12 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n", "<|im_start|>assistant\n")
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# A branch matches only at the stream's first position; past it:
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_OPEN_RE = regex.compile(
     r"(?:^\s*|```(?:json)?\s*|\[TOOL_CALLS\]\s*|<tool_call>\s*)(?=\[\s*\{)", regex.DOTALL
 )
+TOOL_CALLS_OPEN_PREFIX = ("```", "[TOOL_CALLS]", "<tool_call>")
 
 # fields.tool_calls.close_pattern
 # Prefilter: a match can only start where one of its branches' literal prefixes does.
@@ -150,6 +152,20 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if ("<" in text or "[" in text or "`" in text) and self._state.may_start(text):
+            return self._scan_feed(text)
+        self._fed += len(text)
+        self._context = (self._context + text)[-1:]
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -215,11 +231,19 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
+                cheap=True,
+                start_only=True,
+                target=TOOL_CALLS_STATE,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

@@ -236,6 +236,7 @@ class RegexDelimiter:
         "runs",
         "led_prefixes",
         "run_back",
+        "start_only",
         "_attempts",
         "_branches",
         "_narrowing",
@@ -253,6 +254,7 @@ class RegexDelimiter:
         cheap: bool = False,
         runs: tuple[HeldRun, ...] = (),
         led_by: str | None = None,
+        start_only: bool = False,
         target: State | None = None,
     ) -> None:
         self.kind = kind
@@ -269,6 +271,11 @@ class RegexDelimiter:
         self.led_prefixes = prefixes if led_by else ()
         # The run of `led_by` that ends at a position, read backwards from it.
         self.run_back = regex.compile(led_by, regex.DOTALL | regex.REVERSE) if led_by else None
+        # A branch can only match at the stream's first position (`^`, compiler
+        # RegexProfile.start_only): `prefix` and `led_by` describe the matches elsewhere, and a
+        # search from position 0 of the buffer (which is then the stream's start: past it, the
+        # parser keeps at least one character of left context) searches the pattern as it is.
+        self.start_only = start_only
         self.memo = memo
         self.cheap = cheap
         self.runs = runs  # how a held match can wait (see `waits`)
@@ -311,6 +318,8 @@ class RegexDelimiter:
         end of stream; None if there is none; IRRELEVANT if none can start at or before
         `limit` (a result that must not be reused for later positions)."""
         prefixes = self.prefixes
+        if not pos and self.start_only:
+            prefixes = ()  # the stream's start, where a branch the prefixes leave out may match
         if prefixes:
             # Complete matches start where a prefix occurs; partial ones may also start in
             # the last len(prefix) - 1 characters, on a piece of one.
@@ -630,6 +639,7 @@ class State:
         "led_piece",
         "led_reach",
         "plain_pieces",
+        "start_only",
         "store",
         "join",
         "scan",
@@ -741,6 +751,10 @@ class State:
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces
+        # Whether a pattern has a branch that can only match at the stream's first position:
+        # what the fields above tell (and the fast path) then holds only past it, so the
+        # scanner scans the stream's start in full (Scanner._at_origin).
+        self.start_only = any(delim.start_only for delim in patterns)
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.
         self.store = store

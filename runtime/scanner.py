@@ -98,7 +98,7 @@ class Scanner:
             self._fed += len(text)
             return []
         state = self._state
-        if state.starts is not None and text:
+        if state.starts is not None and text and not (state.start_only and self._at_origin()):
             # Two outcomes of a scan step need no scan: nothing in the text can start a
             # delimiter (route it all), or only its end can, as a piece of one, or a run
             # that leads one (hold that; a run long enough to wait on goes to the scan,
@@ -198,7 +198,7 @@ class Scanner:
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
             self._buf = ""
-            if self._state is not state or self._opened is not opened:
+            if self._state is not state or self._opened is not opened or state.start_only:
                 self._bind_feed()
 
     def _wait(self, buf: str, hold: int) -> None:
@@ -243,10 +243,24 @@ class Scanner:
         """
         state = self._state
         fast = state.feed
-        if fast is not None and (self._opened or not state.implicit):
+        if (
+            fast is not None
+            and (self._opened or not state.implicit)
+            and not (state.start_only and self._at_origin())
+        ):
             self._feed_path = fast
         else:
             self._feed_path = Scanner._scan_feed
+
+    def _at_origin(self) -> bool:
+        """Whether nothing has been routed or consumed yet: the scan position is the stream's
+        first position, where a `^` branch of a pattern may match (State.start_only). Past it
+        the left context holds at least a character (CONTEXT >= 1 with a `^`), or, with no
+        bound, the routed stream."""
+        routed = len(self._context)
+        if self.CONTEXT is None:  # the context holds the held-back text too
+            routed -= len(self._pending)
+        return routed == 0
 
     def _process(self, events: list[Event], eos: bool) -> None:
         """Run scan steps until nothing more can be committed (docs/design.md, "One scan step")."""

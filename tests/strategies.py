@@ -119,6 +119,24 @@ LITERALS = [
     "\n",
     "</p>",
 ]
+# Patterns whose branches are read apart: a branch that matches only at the stream's first
+# position (RegexProfile.start_only), or a run behind look-behinds (RegexProfile.led_guarded).
+ANCHORED: list[tuple[str, list[str]]] = [
+    # Past the first position, the other branches' texts tell where a match can start (xlam, ernie).
+    (r"(?:^\s*|<x1>\s*)(?=\[)", ["[", "  [", "<x1> [", "<x1>", " "]),
+    (r"(?:\A|<s2>)", ["<s2>"]),
+    (r"^<h1>", ["<h1>"]),
+    # Under MULTILINE, `^` also matches after a newline: not start-only.
+    (r"(?m)(?:^|<s3>)x", ["\nx", "<s3>x", "x"]),
+    # Led by a run behind look-behinds (RegexProfile.led_guarded, deepseek_v4), with and
+    # without a branch whose run has none, and after a start-only branch.
+    (
+        r"(?:\s*<d1>|(?<=</d2>)|(?<=/>))\s*<d3=(?P<n>\w+)>",
+        ["<d1> <d3=a>", "</d2> <d3=b>", "/><d3=c>", " <d", "</d2>", " ", "</d2>\n<d"],
+    ),
+    (r"(?:(?<=\n)|(?<=>))\s*<d4>", ["\n <d4>", "> <d4>", " <d4>", ">  ", "\n"]),
+    (r"(?:^|(?<=;))\s*<d5>", [" <d5>", "; <d5>", "<d5>", ";", " "]),
+]
 # (pattern, strings that match it, whether it has named groups)
 PATTERNS: list[tuple[str, list[str]]] = [
     (r"<f=(?P<name>\w+)>", ["<f=get>", "<f=a_b>", "<f=>"]),
@@ -160,6 +178,7 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"[ \t]*<p1>", [" \t<p1>", "<p1>", "\t<p", " "]),
     # A look-behind that cannot be bounded: the parser keeps the whole stream.
     (r"(?<=\n\s*)<w>", ["\n  <w>", "\n<w>", "x <w>"]),
+    *ANCHORED,
 ]
 FIELD_NAMES = [
     "thinking",
@@ -361,3 +380,21 @@ def prefixes(draw: Any, template: dict[str, Any], fragments: st.SearchStrategy[s
         anchors = ["<|s|>", "A:  ", "<a><a>"]
     pieces = draw(st.lists(st.one_of(st.sampled_from(anchors), fragments), max_size=6))
     return "".join(pieces)
+
+
+@st.composite
+def anchored_templates(draw: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """templates() with one more field whose open (watched in the start state) is one of
+    ANCHORED: a start-only branch or a run behind look-behinds, so that the start state's
+    fast path, quick route and prefilters meet such a pattern at and after the first
+    position."""
+    template, literals, samples = draw(templates())
+    pattern, pattern_samples = draw(st.sampled_from(ANCHORED))
+    name = draw(st.sampled_from([name for name in FIELD_NAMES if name not in template["fields"]]))
+    field: dict[str, Any] = {"open_pattern": pattern}
+    if draw(st.booleans()):
+        close = draw(st.sampled_from(LITERALS))
+        field["close"] = close
+        literals.append(close)
+    template["fields"][name] = field
+    return template, literals, [*samples, *pattern_samples]

@@ -45,6 +45,13 @@ PATTERNS = [
     "<ab?<",
     "ab<.*",
     "\\ba<",
+    # Start-only branches (RegexProfile.start_only), not under MULTILINE, and a pattern that
+    # only matches at the start; a run led by look-behinds (RegexProfile.led_guarded).
+    "(?:^a*|<)(?=b)",
+    "(?m)(?:^|<)b",
+    "^ab",
+    "(?:\\Ab|<a)",
+    "(?:a*<|(?<=b))a*<b",
 ]
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 from differential import check, shrunk_thresholds
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import chunkings, outputs_for, prefixes, templates
+from strategies import anchored_templates, chunkings, outputs_for, prefixes, templates
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from compiler import load_parser
@@ -17,7 +17,20 @@ from compiler.errors import TemplateError
 
 @given(data=st.data())
 def test_generated_template_matches_reference(data: Any) -> None:
-    template, literals, samples = data.draw(templates(), label="template")
+    check_drawn(data, templates())
+
+
+@given(data=st.data())
+@settings(max_examples=300)
+def test_start_only_and_look_behind_led_patterns_match_reference(data: Any) -> None:
+    """Patterns read apart (a `^` branch that is dead past the stream's first position, a
+    run behind look-behinds), in the start state, whatever else the template watches."""
+    check_drawn(data, anchored_templates())
+
+
+def check_drawn(data: Any, drawn_templates: Any) -> None:
+    """A drawn template's parser against the reference, on three drawn outputs."""
+    template, literals, samples = data.draw(drawn_templates, label="template")
     try:
         load_response_template(template)
     except (ValueError, TypeError) as error:
