@@ -254,6 +254,32 @@ COSTLY = [
 ]
 
 
+def test_start_only_branches_and_look_behind_led_runs_are_read_apart() -> None:
+    """Past the stream's first position a `^` (or `\\A`) branch cannot match, so the other
+    branches' texts prefilter the pattern there (not under MULTILINE, where `^` matches
+    after any newline); a look-behind in front of a run can only refuse a match, so every
+    match of `(?:\\s*<a>|(?<=</b>))\\s*<c>` is a run and then one of its texts."""
+    ernie = profile(r"(?:^|<think>\s*)")
+    assert ernie.start_only and ernie.literal_prefixes == ("<think>",)
+    assert ernie.first_chars == frozenset("<") and ernie.lookbehind == 1
+    xlam = profile(r"(?:^\s*|<t>\s*|\[T\]\s*)(?=\[)")
+    assert xlam.start_only and xlam.literal_prefixes == ("<t>", "[T]")
+    assert profile(r"(?:\A|<a>)").literal_prefixes == ("<a>",)
+    multiline = profile(r"(?m)(?:^|<a>)")
+    assert not multiline.start_only and multiline.first_chars is None
+    assert not profile(r"(?:(?m:^)|<a>)").start_only  # a scoped flag: not read apart
+    dead = profile(r"^<h>")  # no match past the first position
+    assert dead.start_only and dead.first_chars == frozenset() and not dead.literal_prefixes
+    guarded = profile(r"(?:\s*<a>|(?<=</b>)|(?<=/>))\s*<c=(?P<n>\w+)>")
+    assert (guarded.led_by, guarded.led_prefixes) == (r"\s*", ("<a>", "<c="))
+    assert guarded.led_guarded and guarded.led_bare and not guarded.start_only
+    only_guarded = profile(r"(?:(?<=\n)|(?<=>))\s*<d>")
+    assert only_guarded.led_guarded and not only_guarded.led_bare
+    after_start = profile(r"(?:^|(?<=;))\s*<d>")
+    assert after_start.start_only and after_start.led_prefixes == ("<d>",)
+    assert not profile(r"(?:\s*<a>|(?<=b)<c>)").led_by  # a branch without the run
+
+
 def test_cheap_patterns_are_the_ones_with_few_one_character_repeats() -> None:
     """A pattern is cheap (searched over short texts without the time bound) only with at
     most three unbounded repeats, each of one character, and no look-behind or

@@ -67,3 +67,30 @@ def test_shrunk_thresholds_change_no_event(data: Any) -> None:
     )
     with shrunk_thresholds(parser):
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
+
+
+# Patterns led by a run behind look-behinds, with words that refuse or satisfy them.
+GUARDED_RUNS = [
+    (r"(?:(?<=\n)|(?<=>))\s*<d4>", ["\n", ">", " ", "  ", "x", "<d4>", "<d"]),
+    (
+        r"(?:\s*<d1>|(?<=</d2>)|(?<=/>))\s*<d3=(?P<n>\w+)>",
+        [" ", "\n ", "x", "</d2>", "/>", "<d1>", "<d3=a>", "<d", "<d3"],
+    ),
+]
+
+
+@given(data=st.data())
+def test_runs_behind_look_behinds_are_held_as_the_reference_holds_them(data: Any) -> None:
+    """A run at the end of a chunk is held only when a branch can still match from it: a
+    look-behind in front of the run may refuse it (RegexProfile.led_guarded), and the fast
+    path holds runs itself only when a branch without one would hold them anyway."""
+    pattern, words = data.draw(st.sampled_from(GUARDED_RUNS), label="pattern")
+    template = {
+        "fields": {
+            "t": {"open_pattern": pattern, "close": "</t>", "transform": "{content}"},
+            "c": {},
+        },
+        "start_anchor": "<|s|>",
+    }
+    output = "".join(data.draw(st.lists(st.sampled_from([*words, "</t>"]), max_size=12)))
+    check(template, load_parser(template), "", data.draw(chunkings(output), label="chunks"))
