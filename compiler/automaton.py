@@ -138,7 +138,6 @@ class StatePlan:
             )
         )
 
-
     @property
     def _runs_held(self) -> bool:
         """plain_pieces, but for patterns whose run has a look-behind in front of it
