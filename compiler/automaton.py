@@ -99,11 +99,25 @@ class StatePlan:
         """Whether a piece of a start text at the end of a chunk is always exactly what the
         scan would hold back: no start text occurs inside another's proper prefix (which
         could be a complete match after the piece), and no regex has an assertion in front
-        of its prefix or run (which could refuse the piece)."""
+        of its prefix (which could refuse the piece).
+
+        A pattern whose run has a look-behind in front of it (`RegexProfile.led_guarded`)
+        counts when a pattern of the state has a branch whose run has none: that branch holds
+        any run at the end (partial, awaiting its text) from the run's start, and a guarded
+        branch cannot start earlier (a match starts at a run, or at a start text, and no
+        piece of one is at the end). A piece that only guarded branches' texts begin with
+        (`guarded_prefixes`) may be refused: the runtime leaves those to the scan
+        (State.guarded_piece).
+        """
+        bare = any(
+            watch.profile.led_bare
+            for watch in self.watches
+            if watch.profile is not None and watch.led_by_space
+        )
         return self._pieces_apart and all(
             watch.profile is None
             or watch.profile.prefix_at_start
-            or (watch.profile.led_by and not watch.profile.led_guarded)
+            or (watch.profile.led_by and (bare or not watch.profile.led_guarded))
             for watch in self.watches
         )
 
@@ -128,7 +142,7 @@ class StatePlan:
         stop = self.stop_chars
         return (
             self.run_of_space
-            and self._runs_held
+            and self.plain_pieces
             and stop is not None
             and not any(char.isspace() for char in stop)
             and all(
@@ -136,25 +150,6 @@ class StatePlan:
                 for watch in self.watches
                 if watch.profile is not None and watch.profile.led_by
             )
-        )
-
-    @property
-    def _runs_held(self) -> bool:
-        """plain_pieces, but for patterns whose run has a look-behind in front of it
-        (`RegexProfile.led_guarded`), when a pattern of the state has a branch whose run has
-        none: that branch holds any run at the end (partial, awaiting its text) from the
-        run's start, and a guarded branch cannot start earlier (a match starts at a run, or
-        at a start text, and no piece of one is at the end), so the scan holds that run."""
-        bare = any(
-            watch.profile.led_bare
-            for watch in self.watches
-            if watch.profile is not None and watch.led_by_space
-        )
-        return self._pieces_apart and all(
-            watch.profile is None
-            or watch.profile.prefix_at_start
-            or (watch.profile.led_by and (bare or not watch.profile.led_guarded))
-            for watch in self.watches
         )
 
 

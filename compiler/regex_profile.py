@@ -89,9 +89,11 @@ class RegexProfile:
     start_only: bool = False
     # For a pattern led by a run: whether some branch has a look-behind in front of its
     # run (`(?<=X)\s*<a>`), which can refuse a position and so the run (`guarded`), and
-    # whether some branch has none (`bare`): a bare branch holds any run at the end.
+    # whether some branch has none (`bare`): a bare branch holds any run at the end; and
+    # the texts only guarded branches start with (a piece of one may be refused).
     led_guarded: bool = False
     led_bare: bool = False
+    guarded_prefixes: tuple[str, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -160,8 +162,9 @@ def profile(pattern: str) -> RegexProfile:
     chars, nullable = first(items)
     led_by, led_prefixes = ("", ()) if start_only else _led_by(pattern, items)
     guarded = False
+    guarded_prefixes: tuple[str, ...] = ()
     if not led_by and _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern:
-        led_by, led_prefixes, guarded = _led_options(later)
+        led_by, led_prefixes, guarded, guarded_prefixes = _led_options(later)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
@@ -173,6 +176,7 @@ def profile(pattern: str) -> RegexProfile:
         cheap=cheap,
         start_only=start_only,
         led_guarded=guarded,
+        guarded_prefixes=guarded_prefixes,
         led_bare=bool(led_by) and not all(_guard_end(option) for option in later),
     )
 
@@ -223,43 +227,48 @@ def _guard_end(option: list[Any]) -> int:
     return index
 
 
-def _led_options(options: list[list[Any]]) -> tuple[str, tuple[str, ...], bool]:
+def _led_options(options: list[list[Any]]) -> tuple[str, tuple[str, ...], bool, tuple[str, ...]]:
     """_led_by for a pattern read as alternatives (`(?:\\s*<a>|(?<=</b>))\\s*<c>` as
     `\\s*<a>\\s*<c>`, `(?<=</b>)\\s*<c>`), each maybe behind look-behind assertions: when
     each is (look-behinds) R* REST with one R, REST starting with literal texts none of
     which starts with an R character. A look-behind can only refuse a match, so every match
     is still a run of R and one of the texts. (run pattern, texts, whether some alternative
-    is guarded by a look-behind); ("", (), False) for any other shape."""
+    is guarded by a look-behind, the texts only guarded ones start with); ("", (), False,
+    ()) for any other shape."""
     run_item: Any = None
     texts: list[str] = []
+    bare: set[str] = set()
     guarded = False
+    none: tuple[str, tuple[str, ...], bool, tuple[str, ...]] = ("", (), False, ())
     for option in options:
         index = _guard_end(option)
         guarded = guarded or index > 0
         if index >= len(option):
-            return "", (), False
+            return none
         op, av = option[index]
         if op is not sre.MAX_REPEAT or av[0] != 0 or av[1] != sre.MAXREPEAT:
-            return "", (), False
+            return none
         if run_item is None:
             run_item = option[index]
         elif str(option[index]) != str(run_item):
-            return "", (), False
+            return none
         found = _leading_texts(option[index + 1 :])
         if not found:
-            return "", (), False
+            return none
         texts.extend(found)
+        if not index:
+            bare.update(found)
     if run_item is None:
-        return "", (), False
+        return none
     char = _class_source(list(run_item[1][2]))
     if char is None:
-        return "", (), False
+        return none
     run = char + "*"
     compiled = regex.compile(run, regex.DOTALL)  # the engine that will run it
     unique = tuple(dict.fromkeys(texts))
     if any(compiled.fullmatch(text[0]) for text in unique):
-        return "", (), False
-    return run, unique, guarded
+        return none
+    return run, unique, guarded, tuple(text for text in unique if text not in bare)
 
 
 _CATEGORIES = {

@@ -102,6 +102,8 @@ TOOL_CALLS_OPEN_RUNS = (
     ),
 )
 TOOL_CALLS_OPEN_LED_BY = r"\s*"
+# Texts only branches behind a look-behind start with: a piece of one may be refused.
+TOOL_CALLS_OPEN_GUARDED = ('<｜DSML｜invoke name="',)
 TOOL_CALLS_OPEN_PREFIX = ("<｜DSML｜tool_calls>", '<｜DSML｜invoke name="')
 
 # fields.tool_calls.close_pattern
@@ -352,6 +354,7 @@ class Parser(CompiledParser):
                 rank=1,
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
+                guarded=TOOL_CALLS_OPEN_GUARDED,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
@@ -365,6 +368,7 @@ class Parser(CompiledParser):
                 cheap=True,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
         feed=_feed_content,
         close=_close_content,

@@ -237,6 +237,7 @@ class RegexDelimiter:
         "led_prefixes",
         "run_back",
         "start_only",
+        "guarded",
         "_attempts",
         "_branches",
         "_narrowing",
@@ -255,6 +256,7 @@ class RegexDelimiter:
         runs: tuple[HeldRun, ...] = (),
         led_by: str | None = None,
         start_only: bool = False,
+        guarded: tuple[str, ...] = (),
         target: State | None = None,
     ) -> None:
         self.kind = kind
@@ -276,6 +278,9 @@ class RegexDelimiter:
         # search from position 0 of the buffer (which is then the stream's start: past it, the
         # parser keeps at least one character of left context) searches the pattern as it is.
         self.start_only = start_only
+        # Of `led_prefixes`, those only branches behind a look-behind start with (compiler
+        # RegexProfile.guarded_prefixes): the look-behind may refuse a piece of one.
+        self.guarded = guarded
         self.memo = memo
         self.cheap = cheap
         self.runs = runs  # how a held match can wait (see `waits`)
@@ -639,6 +644,7 @@ class State:
         "led_piece",
         "led_reach",
         "plain_pieces",
+        "guarded_piece",
         "start_only",
         "store",
         "join",
@@ -751,6 +757,27 @@ class State:
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces
+        # A piece at the end that only texts behind a look-behind begin with: a look-behind
+        # may refuse it, so the scan decides (Scanner._scan_feed). Searched from `reach`
+        # characters before the end; None when there is no such piece.
+        plain_texts = {literal for delim in literals for literal in delim.literals}
+        for delim in patterns:
+            plain_texts.update(delim.prefixes)
+            plain_texts.update(text for text in delim.led_prefixes if text not in delim.guarded)
+        plain = {text[:end] for text in plain_texts for end in range(1, len(text))}
+        refusable = {
+            text[:end]
+            for delim in patterns
+            for text in delim.guarded
+            if text not in plain_texts
+            for end in range(1, len(text))
+        }
+        refusable -= plain
+        self.guarded_piece = (
+            re.compile(f"(?:{'|'.join(map(re.escape, sorted(refusable)))})\\Z")
+            if refusable
+            else None
+        )
         # Whether a pattern has a branch that can only match at the stream's first position:
         # what the fields above tell (and the fast path) then holds only past it, so the
         # scanner scans the stream's start in full (Scanner._at_origin).

@@ -108,6 +108,8 @@ class Scanner:
                 if state.led:
                     piece = state.held_at_end(buf)
                     plain = state.plain_pieces and len(buf) - piece < self.WAIT_AFTER
+                    if plain and state.guarded_piece is not None:
+                        plain = state.guarded_piece.search(buf, max(0, piece)) is None
                 else:
                     piece = state.piece_at_end(buf)
                     plain = state.plain_pieces
