@@ -19,7 +19,9 @@ TEXTS = st.one_of(
     st.text(max_size=12),
     st.text(alphabet=' \t\n\r\ufeff{}[]"-019.eEtfnNIaruls', max_size=12),
     st.tuples(st.sampled_from(["", " ", "\n\t", "\r", "\ufeff", "x"]), JSON_VALUES).map("".join),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", " null", "true", "false", "-", "I", "\ufeff1"]),
+    st.sampled_from(
+        ["NaN", "Infinity", "-Infinity", " null", "true", "false", "-", "I", "\ufeff1"]
+    ),
 )
 
 
