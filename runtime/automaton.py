@@ -111,6 +111,17 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
     return -1
 
 
+def earliest_piece(text: str, literals: tuple[str, ...], start: int = 0) -> int:
+    """Start of the longest suffix of text[start:] that is a proper, non-empty prefix of one
+    of `literals`, or -1 (`piece_at_end` of each; a plain loop, as scans call it often)."""
+    found = -1
+    for literal in literals:
+        index = piece_at_end(text, literal, start)
+        if index != -1 and (found == -1 or index < found):
+            found = index
+    return found
+
+
 def _no_scan(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
     """The scan step of a State declared without one (only tests build such states)."""
     raise NotImplementedError(f"{state!r} has no generated scan step")
@@ -205,8 +216,7 @@ class LiteralDelimiter:
     def partial(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins one of these
         literals without completing it, or -1."""
-        starts = [piece_at_end(buf, literal, pos) for literal in self.literals]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.literals, pos)
 
 
 class RegexDelimiter:
@@ -576,19 +586,16 @@ class RegexDelimiter:
         piece: no prefix starts with a run character."""
         assert self.run_back is not None
         size = len(text)
-        piece = size
-        for prefix in self.led_prefixes:
-            start = piece_at_end(text, prefix)
-            if start != -1 and start < piece:
-                piece = start
+        piece = earliest_piece(text, self.led_prefixes)
+        if piece == -1:
+            piece = size
         run = self.run_back.match(text, 0, piece)  # `R*`: it matches, maybe empty
         start = piece if run is None else run.start()
         return -1 if start == size else start
 
     def _piece_at_end(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
-        starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.prefixes, pos)
 
 
 class State:
