@@ -111,6 +111,27 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
     return -1
 
 
+def first_match(buf: str, lead: str, pattern: Any, pos: int) -> int:
+    """Start of the leftmost match of `pattern` at or after `pos`, or -1, where every match
+    starts with the character `lead`: a memchr for it, then a match there, as find_literal
+    probes; where candidates are dense, one search."""
+    find = buf.find
+    starts = pattern.match
+    start = pos
+    index = find(lead, pos)
+    while True:
+        for _ in range(PROBES):
+            if index == -1 or starts(buf, index):
+                return index
+            index = find(lead, index + 1)
+        if index == -1:
+            return -1
+        if index - start < PROBES * SPARSE:
+            match = pattern.search(buf, index)
+            return -1 if match is None else match.start()
+        start = index
+
+
 def earliest_piece(text: str, literals: tuple[str, ...], start: int = 0) -> int:
     """Start of the longest suffix of text[start:] that is a proper, non-empty prefix of one
     of `literals`, or -1 (`piece_at_end` of each; a plain loop, as scans call it often)."""
@@ -627,6 +648,8 @@ class State:
         "start_texts",
         "every_literal",
         "ahead_key",
+        "skip_lead",
+        "skip_key",
         "starts",
         "reach",
         "leads",
@@ -745,6 +768,14 @@ class State:
             if ends:
                 self.at_end = re.compile(f"(?:{ends})\\Z")
                 self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
+        # The first character of every start text, when all share one and every match of a
+        # watched delimiter starts with one of them (none is led by a run): `skip` finds
+        # the first place a match can start with one memchr pass.
+        skip_leads = {text[0] for text in self.start_texts}
+        self.skip_lead = (
+            skip_leads.pop() if len(skip_leads) == 1 and not self.led and self.starts else None
+        )
+        self.skip_key = object()
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces
@@ -823,25 +854,30 @@ class State:
     def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
         lead = self.lead
-        if lead is not None:  # memchr for the shared first character, then a check
-            find = buf.find
-            starts = self.literals_re.match
-            index = find(lead, pos)
-            while True:  # as find_literal does
-                for _ in range(PROBES):
-                    if index == -1 or starts(buf, index):
-                        return index
-                    index = find(lead, index + 1)
-                if index == -1:
-                    return -1
-                if index - pos < PROBES * SPARSE:
-                    break
-                pos = index
-            pos = index
-        elif len(buf) - pos > SPLIT_AFTER:
+        if lead is not None:
+            return first_match(buf, lead, self.literals_re, pos)
+        if len(buf) - pos > SPLIT_AFTER:
             return self._find_each(buf, pos, memo)
         match = self.literals_re.search(buf, pos)
         return -1 if match is None else match.start()
+
+    def skip(self, buf: str, pos: int, memo: Memo) -> int:
+        """Where the next match of a watched delimiter can start at the earliest, complete
+        or partial, from `pos` on: at the first start text, or in the last `reach`
+        characters (a piece of one). Scans ask it on a long rest of the buffer (a whole
+        output, in one-shot parsing): one memchr pass for all the state's start texts,
+        instead of one pass for each delimiter. `pos` itself unless every match starts
+        with a start text that begins with `skip_lead` (none is led by a run)."""
+        if self.skip_lead is None:
+            return pos
+        known = memo.get(self.skip_key)
+        if known is not None and known[0] <= pos <= known[1]:
+            return known[1]  # nothing starts in between
+        assert self.starts is not None
+        found = first_match(buf, self.skip_lead, self.starts, pos)
+        start = max(pos, len(buf) - self.reach) if found == -1 else found
+        memo[self.skip_key] = (pos, start)
+        return start
 
     def _find_each(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """_find over a long buffer, for literals with different first characters: one
