@@ -51,8 +51,12 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
-# A search over at most this many characters with a cheap pattern (RegexDelimiter.cheap)
-# runs without the time bound: the compiler has shown it cannot run long on so little text.
+# A search over at most SHORT_SPANS[k] characters with a cheap pattern of k unbounded
+# one-character repeats (RegexDelimiter short_span) runs without the time bound: it takes
+# O(n^(k + 1)) steps at worst, and a partial one with a required literal O(n^2)
+# (RegexDelimiter.attempts), so these are the n whose n^max(k + 1, 2) is about 2^20.
+SHORT_SPANS = (1024, 1024, 101, 32)
+# A partial search over at most this many characters is one search, not split in parts.
 SHORT_SPAN = 32
 # A state builds one regex over its start texts' proper prefixes when those prefixes total
 # at most this many characters (State.piece_at_end): L(L-1)/2 for a literal of L, so a
@@ -249,10 +253,11 @@ class RegexDelimiter:
     start where `str.find` finds one (or, partially, in the buffer's last few characters,
     on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
-    reused, in case they depend on where a search starts. `cheap` is True for patterns
-    whose search over SHORT_SPAN characters the compiler has shown to be quick (see
-    compiler.regex_profile, RegexProfile.cheap): such searches, the usual ones of a
-    stream, skip the time bound, which costs more than the search itself.
+    reused, in case they depend on where a search starts. `repeats`, for patterns the
+    compiler has shown to be quick to search on a short text (compiler.regex_profile,
+    RegexProfile.cheap), is how many unbounded repeats they have: a search over at most
+    SHORT_SPANS[repeats] characters, the usual one of a stream, skips the time bound,
+    whose set-up (~2 us) costs more than the search itself.
     """
 
     __slots__ = (
@@ -263,7 +268,7 @@ class RegexDelimiter:
         "pattern",
         "prefixes",
         "memo",
-        "cheap",
+        "short_span",
         "runs",
         "led_prefixes",
         "run_back",
@@ -281,7 +286,7 @@ class RegexDelimiter:
         rank: int,
         prefix: str | tuple[str, ...] = "",
         memo: bool = True,
-        cheap: bool = False,
+        repeats: int | None = None,
         runs: tuple[HeldRun, ...] = (),
         led_by: str | None = None,
         target: State | None = None,
@@ -301,7 +306,8 @@ class RegexDelimiter:
         # The run of `led_by` that ends at a position, read backwards from it.
         self.run_back = regex.compile(led_by, regex.DOTALL | regex.REVERSE) if led_by else None
         self.memo = memo
-        self.cheap = cheap
+        # Searches over at most this many characters run without the time bound.
+        self.short_span = -1 if repeats is None else SHORT_SPANS[repeats]
         self.runs = runs  # how a held match can wait (see `waits`)
         self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
         # How to search a long buffer faster than the pattern itself (runtime.branches).
@@ -364,7 +370,7 @@ class RegexDelimiter:
         # concurrent=True: `regex` searches the str in place without holding the GIL; with
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
-        if self.cheap and len(buf) - pos <= SHORT_SPAN:
+        if len(buf) - pos <= self.short_span:
             # A short search with a cheap pattern: no time bound (RegexProfile.cheap), and
             # no look-behind, so it need not be concurrent (which costs ~0.3 us a call).
             match = self.pattern.search(buf, pos)
