@@ -75,13 +75,13 @@ class RegexProfile:
     led_prefixes: tuple[str, ...] = ()
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
-    # True when a search over a short text cannot run long whatever the text: every
+    # Set when a search over a short text cannot run long whatever the text: every
     # repeat is of one character (or an optional group of such), at most CHEAP_REPEATS of
-    # them unbounded, no look-behind, no back-reference. A search over n characters then
-    # takes O(n^(CHEAP_REPEATS + 1)) steps, so over runtime.automaton.SHORT_SPAN
-    # characters it needs no time bound (whose cost, ~5 us a search, would dominate
-    # the scans of a stream).
-    cheap: bool = False
+    # them unbounded, no look-behind, no back-reference; it is how many are unbounded (k).
+    # A search over n characters then takes O(n^(k + 1)) steps, so over a few characters
+    # (runtime.automaton.SHORT_SPANS[k]) it needs no time bound, whose cost (~2 us a
+    # search) would dominate the scans of a stream.
+    repeats: int | None = None
     # True when a branch can only match at the stream's first position (`^` without
     # MULTILINE, `\A`), which the parser's left context (lookbehind >= 1) rules out
     # anywhere else: the fields above then describe the pattern's other branches, the only
@@ -94,6 +94,11 @@ class RegexProfile:
     led_guarded: bool = False
     led_bare: bool = False
     guarded_prefixes: tuple[str, ...] = ()
+
+    @property
+    def cheap(self) -> bool:
+        """Whether a search over a short text needs no time bound (see `repeats`)."""
+        return self.repeats is not None
 
     @property
     def kind(self) -> str:
@@ -144,7 +149,7 @@ def profile(pattern: str) -> RegexProfile:
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
     runs = _runs(pattern, items, led=bool(_led_by(pattern, items)[0]))
-    cheap = _unbounded_repeats(items) <= CHEAP_REPEATS
+    repeats = _cheap_repeats(_unbounded_repeats(items))
     options = _options(items)
     later = [option for option in options if not _start_only(option, tree.state.flags)]
     start_only = len(later) < len(options)
@@ -154,7 +159,7 @@ def profile(pattern: str) -> RegexProfile:
             first_chars=frozenset(),
             prefix_at_start=True,
             runs=runs,
-            cheap=cheap,
+            repeats=repeats,
             start_only=True,
         )
     if start_only:  # the other branches, as one alternation
@@ -173,7 +178,7 @@ def profile(pattern: str) -> RegexProfile:
         led_prefixes=led_prefixes,
         prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
         runs=runs,
-        cheap=cheap,
+        repeats=repeats,
         start_only=start_only,
         led_guarded=guarded,
         guarded_prefixes=guarded_prefixes,
@@ -670,6 +675,11 @@ def _first_is_literal(branch: list[Any]) -> bool:
 CHEAP_REPEATS = 3
 _ONE_CHARACTER = (sre.ANY, sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.CATEGORY)
 _TOO_MANY = CHEAP_REPEATS + 1
+
+
+def _cheap_repeats(count: int) -> int | None:
+    """RegexProfile.repeats: the count of unbounded repeats, if the pattern is cheap."""
+    return count if count <= CHEAP_REPEATS else None
 
 
 def _unbounded_repeats(items: list[Any]) -> int:

@@ -266,7 +266,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -284,7 +284,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -307,12 +307,12 @@ class Parser(CompiledParser):
                 THINKING_OPEN_RE,
                 rank=0,
                 prefix=THINKING_OPEN_PREFIX,
-                cheap=True,
+                repeats=1,
                 start_only=True,
                 target=THINKING_STATE,
             ),
             RegexDelimiter(
-                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, repeats=1
             ),
         ),
         plain_pieces=True,

@@ -51,8 +51,12 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
-# A search over at most this many characters with a cheap pattern (RegexDelimiter.cheap)
-# runs without the time bound: the compiler has shown it cannot run long on so little text.
+# A search over at most SHORT_SPANS[k] characters with a cheap pattern of k unbounded
+# one-character repeats (RegexDelimiter short_span) runs without the time bound: it takes
+# O(n^(k + 1)) steps at worst, and a partial one with a required literal O(n^2)
+# (RegexDelimiter.attempts), so these are the n whose n^max(k + 1, 2) is about 2^20.
+SHORT_SPANS = (1024, 1024, 101, 32)
+# A partial search over at most this many characters is one search, not split in parts.
 SHORT_SPAN = 32
 # A state builds one regex over its start texts' proper prefixes when those prefixes total
 # at most this many characters (State.piece_at_end): L(L-1)/2 for a literal of L, so a
@@ -109,6 +113,38 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
             return index
         index = text.find(lead, index + 1)
     return -1
+
+
+def first_match(buf: str, lead: str, pattern: Any, pos: int) -> int:
+    """Start of the leftmost match of `pattern` at or after `pos`, or -1, where every match
+    starts with the character `lead`: a memchr for it, then a match there, as find_literal
+    probes; where candidates are dense, one search."""
+    find = buf.find
+    starts = pattern.match
+    start = pos
+    index = find(lead, pos)
+    while True:
+        for _ in range(PROBES):
+            if index == -1 or starts(buf, index):
+                return index
+            index = find(lead, index + 1)
+        if index == -1:
+            return -1
+        if index - start < PROBES * SPARSE:
+            match = pattern.search(buf, index)
+            return -1 if match is None else match.start()
+        start = index
+
+
+def earliest_piece(text: str, literals: tuple[str, ...], start: int = 0) -> int:
+    """Start of the longest suffix of text[start:] that is a proper, non-empty prefix of one
+    of `literals`, or -1 (`piece_at_end` of each; a plain loop, as scans call it often)."""
+    found = -1
+    for literal in literals:
+        index = piece_at_end(text, literal, start)
+        if index != -1 and (found == -1 or index < found):
+            found = index
+    return found
 
 
 def _no_scan(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -205,8 +241,7 @@ class LiteralDelimiter:
     def partial(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins one of these
         literals without completing it, or -1."""
-        starts = [piece_at_end(buf, literal, pos) for literal in self.literals]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.literals, pos)
 
 
 class RegexDelimiter:
@@ -218,10 +253,11 @@ class RegexDelimiter:
     start where `str.find` finds one (or, partially, in the buffer's last few characters,
     on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
-    reused, in case they depend on where a search starts. `cheap` is True for patterns
-    whose search over SHORT_SPAN characters the compiler has shown to be quick (see
-    compiler.regex_profile, RegexProfile.cheap): such searches, the usual ones of a
-    stream, skip the time bound, which costs more than the search itself.
+    reused, in case they depend on where a search starts. `repeats`, for patterns the
+    compiler has shown to be quick to search on a short text (compiler.regex_profile,
+    RegexProfile.cheap), is how many unbounded repeats they have: a search over at most
+    SHORT_SPANS[repeats] characters, the usual one of a stream, skips the time bound,
+    whose set-up (~2 us) costs more than the search itself.
     """
 
     __slots__ = (
@@ -232,7 +268,7 @@ class RegexDelimiter:
         "pattern",
         "prefixes",
         "memo",
-        "cheap",
+        "short_span",
         "runs",
         "led_prefixes",
         "run_back",
@@ -252,7 +288,7 @@ class RegexDelimiter:
         rank: int,
         prefix: str | tuple[str, ...] = "",
         memo: bool = True,
-        cheap: bool = False,
+        repeats: int | None = None,
         runs: tuple[HeldRun, ...] = (),
         led_by: str | None = None,
         start_only: bool = False,
@@ -282,7 +318,8 @@ class RegexDelimiter:
         # RegexProfile.guarded_prefixes): the look-behind may refuse a piece of one.
         self.guarded = guarded
         self.memo = memo
-        self.cheap = cheap
+        # Searches over at most this many characters run without the time bound.
+        self.short_span = -1 if repeats is None else SHORT_SPANS[repeats]
         self.runs = runs  # how a held match can wait (see `waits`)
         self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
         # How to search a long buffer faster than the pattern itself (runtime.branches).
@@ -347,7 +384,7 @@ class RegexDelimiter:
         # concurrent=True: `regex` searches the str in place without holding the GIL; with
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
-        if self.cheap and len(buf) - pos <= SHORT_SPAN:
+        if len(buf) - pos <= self.short_span:
             # A short search with a cheap pattern: no time bound (RegexProfile.cheap), and
             # no look-behind, so it need not be concurrent (which costs ~0.3 us a call).
             match = self.pattern.search(buf, pos)
@@ -590,19 +627,16 @@ class RegexDelimiter:
         piece: no prefix starts with a run character."""
         assert self.run_back is not None
         size = len(text)
-        piece = size
-        for prefix in self.led_prefixes:
-            start = piece_at_end(text, prefix)
-            if start != -1 and start < piece:
-                piece = start
+        piece = earliest_piece(text, self.led_prefixes)
+        if piece == -1:
+            piece = size
         run = self.run_back.match(text, 0, piece)  # `R*`: it matches, maybe empty
         start = piece if run is None else run.start()
         return -1 if start == size else start
 
     def _piece_at_end(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
-        starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.prefixes, pos)
 
 
 class State:
@@ -634,6 +668,8 @@ class State:
         "start_texts",
         "every_literal",
         "ahead_key",
+        "skip_lead",
+        "skip_key",
         "starts",
         "reach",
         "leads",
@@ -754,12 +790,20 @@ class State:
             if ends:
                 self.at_end = re.compile(f"(?:{ends})\\Z")
                 self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
+        # The first character of every start text, when all share one and every match of a
+        # watched delimiter starts with one of them (none is led by a run): `skip` finds
+        # the first place a match can start with one memchr pass.
+        skip_leads = {text[0] for text in self.start_texts}
+        self.skip_lead = (
+            skip_leads.pop() if len(skip_leads) == 1 and not self.led and self.starts else None
+        )
+        self.skip_key = object()
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces
         # A piece at the end that only texts behind a look-behind begin with: a look-behind
-        # may refuse it, so the scan decides (Scanner._scan_feed). Searched from `reach`
-        # characters before the end; None when there is no such piece.
+        # may refuse it, so the scan decides (Scanner._scan_feed, searching from where the
+        # held-back text would start); None when there is no such piece.
         plain_texts = {literal for delim in literals for literal in delim.literals}
         for delim in patterns:
             plain_texts.update(delim.prefixes)
@@ -857,25 +901,31 @@ class State:
     def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
         lead = self.lead
-        if lead is not None:  # memchr for the shared first character, then a check
-            find = buf.find
-            starts = self.literals_re.match
-            index = find(lead, pos)
-            while True:  # as find_literal does
-                for _ in range(PROBES):
-                    if index == -1 or starts(buf, index):
-                        return index
-                    index = find(lead, index + 1)
-                if index == -1:
-                    return -1
-                if index - pos < PROBES * SPARSE:
-                    break
-                pos = index
-            pos = index
-        elif len(buf) - pos > SPLIT_AFTER:
+        if lead is not None:
+            return first_match(buf, lead, self.literals_re, pos)
+        if len(buf) - pos > SPLIT_AFTER:
             return self._find_each(buf, pos, memo)
         match = self.literals_re.search(buf, pos)
         return -1 if match is None else match.start()
+
+    def skip(self, buf: str, pos: int, memo: Memo) -> int:
+        """Where the next match of a watched delimiter can start at the earliest, complete
+        or partial, from `pos` on: at the first start text, or in the last `reach`
+        characters (a piece of one). Scans ask it on a long rest of the buffer (a whole
+        output, in one-shot parsing): one memchr pass for all the state's start texts,
+        instead of one pass for each delimiter. `pos` itself unless every match starts
+        with a start text that begins with `skip_lead` (none is led by a run), and `pos` is
+        past the stream's first position where the state has a start-only branch."""
+        if self.skip_lead is None or (not pos and self.start_only):
+            return pos
+        known = memo.get(self.skip_key)
+        if known is not None and known[0] <= pos <= known[1]:
+            return known[1]  # nothing starts in between
+        assert self.starts is not None
+        found = first_match(buf, self.skip_lead, self.starts, pos)
+        start = max(pos, len(buf) - self.reach) if found == -1 else found
+        memo[self.skip_key] = (pos, start)
+        return start
 
     def _find_each(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """_find over a long buffer, for literals with different first characters: one

@@ -36,6 +36,10 @@ Event = dict[str, Any]
 # (Scanner._wait); shorter holds are simply rescanned.
 WAIT_AFTER = 256
 
+# A scan step over a rest of the buffer longer than this first asks where a match can start
+# (State.skip): one pass over the rest for all the state's delimiters.
+SKIP_AFTER = 256
+
 # finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
 # feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
@@ -287,7 +291,9 @@ class Scanner:
             else:
                 seen.append(configuration)
 
-            best, hold = state.scan(buf, pos, eos, memo)
+            # On a long rest of the buffer, the step's searches start where a match can.
+            scan_from = pos if size - pos <= SKIP_AFTER else state.skip(buf, pos, memo)
+            best, hold = state.scan(buf, scan_from, eos, memo)
             if best is not None:
                 start, end, delim, match = best
                 if start > pos:

@@ -56,7 +56,20 @@ def test_shrunk_thresholds_change_no_event(data: Any) -> None:
     (CompiledParser._wait), join a region's chunks into blocks, and probe literal
     candidates before a full search. With every threshold tiny (waiting on every hold,
     however short), they must give the reference's events exactly."""
-    template, literals, samples = data.draw(templates(), label="template")
+    check_shrunk(data, templates())
+
+
+@given(data=st.data())
+def test_shrunk_thresholds_change_no_event_on_patterns_read_apart(data: Any) -> None:
+    """As above, for a start state watching a start-only or look-behind-led pattern: every
+    scan step then skips ahead to the first start text (State.skip), which must not skip
+    a `^` branch at the stream's first position."""
+    check_shrunk(data, anchored_templates())
+
+
+def check_shrunk(data: Any, drawn_templates: Any) -> None:
+    """A drawn template's parser, with every threshold shrunk, against the reference."""
+    template, literals, samples = data.draw(drawn_templates, label="template")
     try:
         load_response_template(template)
     except (ValueError, TypeError):
@@ -94,3 +107,19 @@ def test_runs_behind_look_behinds_are_held_as_the_reference_holds_them(data: Any
     }
     output = "".join(data.draw(st.lists(st.sampled_from([*words, "</t>"]), max_size=12)))
     check(template, load_parser(template), "", data.draw(chunkings(output), label="chunks"))
+
+
+def test_a_start_only_branch_is_not_skipped_at_the_first_position() -> None:
+    """A scan over a long rest of the buffer skips ahead to the first start text
+    (State.skip): at the stream's first position a `\\A` branch may match before it."""
+    template = {
+        "fields": {"t": {"open_pattern": r"(?:\A|<s>)", "close": "</t>"}, "c": {"close": "<a>"}},
+        "start_anchor": "<|s|>",
+    }
+    parser = load_parser(template)
+    outputs = ["x</t>y<s>z", "x" * 300 + "</t>y<s>z<a>", " " * 300]
+    for output in outputs:
+        for chunks in ([output], [output[:2], output[2:]]):
+            check(template, parser, "", chunks)
+            with shrunk_thresholds(parser):
+                check(template, parser, "", chunks)
