@@ -40,8 +40,9 @@ WAIT_AFTER = 256
 # (State.skip): one pass over the rest for all the state's delimiters.
 SKIP_AFTER = 256
 
-# finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
-# feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
+# finalize() stores this in `_pending`: every fast path sends a chunk to the slow path while
+# `_pending` is set (and `_feed_run` only keeps held text that is all whitespace), so any
+# later feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
 
 
