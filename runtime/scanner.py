@@ -109,13 +109,9 @@ class Scanner:
             # that leads one (hold that; a run long enough to wait on goes to the scan,
             # which waits on it).
             buf = self._pending + text
-            if state.starts.search(buf) is None:
-                if state.led:
-                    piece = state.held_at_end(buf)
-                    plain = state.plain_pieces and len(buf) - piece < self.WAIT_AFTER
-                else:
-                    piece = state.piece_at_end(buf)
-                    plain = state.plain_pieces
+            piece = state.held_unless_started(buf)
+            if piece is not None:
+                plain = state.plain_pieces and (not state.led or len(buf) - piece < self.WAIT_AFTER)
                 if piece == -1 or plain:
                     self._base = self._fed - len(self._pending)
                     self._pos = 0
