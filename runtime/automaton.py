@@ -789,7 +789,7 @@ class State:
             ends = "|".join(re.escape(piece) for piece in pieces)
             if ends:
                 self.at_end = re.compile(f"(?:{ends})\\Z")
-                self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
+                self.starts_or_piece = re.compile(f"(?P<start>{self.starts.pattern})|(?:{ends})\\Z")
         # The first character of every start text, when all share one and every match of a
         # watched delimiter starts with one of them (none is led by a run): `skip` finds
         # the first place a match can start with one memchr pass.
@@ -848,6 +848,23 @@ class State:
         if self.starts is None or self.starts.search(text) is not None:
             return True
         return self.piece_at_end(text) != -1
+
+    def held_unless_started(self, text: str) -> int | None:
+        """None if a start text occurs in `text` (only a scan can tell what it starts);
+        else where the text a scan holds back at the end of `text` starts, or -1 (as
+        `piece_at_end`, or `held_at_end` for patterns led by a run, tell). Without such
+        patterns, one search (`starts_or_piece`: a match of its `start` group is a start
+        text, any other a piece at the end)."""
+        find = self.starts_or_piece
+        if find is None or self.led:
+            assert self.starts is not None
+            if self.starts.search(text) is not None:
+                return None
+            return self.held_at_end(text) if self.led else self.piece_at_end(text)
+        match = find.search(text)
+        if match is None:
+            return -1
+        return None if match.lastgroup else match.start()
 
     def piece_at_end(self, text: str) -> int:
         """Start of the longest suffix of `text` that begins a start text, or -1.

@@ -40,8 +40,9 @@ WAIT_AFTER = 256
 # (State.skip): one pass over the rest for all the state's delimiters.
 SKIP_AFTER = 256
 
-# finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
-# feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
+# finalize() stores this in `_pending`: every fast path sends a chunk to the slow path while
+# `_pending` is set (and `_feed_run` only keeps held text that is all whitespace), so any
+# later feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
 
 
@@ -108,15 +109,11 @@ class Scanner:
             # that leads one (hold that; a run long enough to wait on goes to the scan,
             # which waits on it).
             buf = self._pending + text
-            if state.starts.search(buf) is None:
-                if state.led:
-                    piece = state.held_at_end(buf)
-                    plain = state.plain_pieces and len(buf) - piece < self.WAIT_AFTER
-                    if plain and state.guarded_piece is not None:
-                        plain = state.guarded_piece.search(buf, max(0, piece)) is None
-                else:
-                    piece = state.piece_at_end(buf)
-                    plain = state.plain_pieces
+            piece = state.held_unless_started(buf)
+            if piece is not None:
+                plain = state.plain_pieces and (not state.led or len(buf) - piece < self.WAIT_AFTER)
+                if plain and state.guarded_piece is not None:  # a piece a look-behind may refuse
+                    plain = state.guarded_piece.search(buf, max(0, piece)) is None
                 if piece == -1 or plain:
                     self._base = self._fed - len(self._pending)
                     self._pos = 0

@@ -235,6 +235,7 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     )
     assert state.piece_at_end(text) == expected
     assert state.may_start(text) == (may_start or expected != -1)
+    assert state.held_unless_started(text) == (None if may_start else expected)
 
 
 CHEAP = [
