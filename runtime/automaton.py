@@ -804,19 +804,19 @@ class State:
         # A piece at the end that only texts behind a look-behind begin with: a look-behind
         # may refuse it, so the scan decides (Scanner._scan_feed, searching from where the
         # held-back text would start); None when there is no such piece.
-        plain_texts = {literal for delim in literals for literal in delim.literals}
-        for delim in patterns:
-            plain_texts.update(delim.prefixes)
-            plain_texts.update(text for text in delim.led_prefixes if text not in delim.guarded)
-        plain = {text[:end] for text in plain_texts for end in range(1, len(text))}
+        # A piece of a text that a branch without a look-behind starts with is held from the
+        # run before it, as the quick route holds it; a piece of a literal or prefix is not
+        # enough (held from the piece itself, not from the run).
+        bare = {
+            text for delim in patterns for text in delim.led_prefixes if text not in delim.guarded
+        }
         refusable = {
             text[:end]
             for delim in patterns
             for text in delim.guarded
-            if text not in plain_texts
             for end in range(1, len(text))
         }
-        refusable -= plain
+        refusable -= {text[:end] for text in bare for end in range(1, len(text))}
         self.guarded_piece = (
             re.compile(f"(?:{'|'.join(map(re.escape, sorted(refusable)))})\\Z")
             if refusable

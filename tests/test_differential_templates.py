@@ -82,7 +82,8 @@ def check_shrunk(data: Any, drawn_templates: Any) -> None:
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
 
 
-# Patterns led by a run behind look-behinds, with words that refuse or satisfy them.
+# Patterns led by a run behind look-behinds, with words that refuse or satisfy them, and
+# literal opens that may share a piece with their texts.
 GUARDED_RUNS = [
     (r"(?:(?<=\n)|(?<=>))\s*<d4>", ["\n", ">", " ", "  ", "x", "<d4>", "<d"]),
     (
@@ -90,6 +91,7 @@ GUARDED_RUNS = [
         [" ", "\n ", "x", "</d2>", "/>", "<d1>", "<d3=a>", "<d", "<d3"],
     ),
 ]
+SHARED_PIECES = ["<d3=q", "<d4x", "<d1x"]
 
 
 @given(data=st.data())
@@ -105,6 +107,10 @@ def test_runs_behind_look_behinds_are_held_as_the_reference_holds_them(data: Any
         },
         "start_anchor": "<|s|>",
     }
+    if data.draw(st.booleans(), label="literal open"):
+        literal = data.draw(st.sampled_from(SHARED_PIECES), label="literal")
+        template["fields"]["u"] = {"open": literal, "close": "</u>"}
+        words = [*words, literal, "</u>"]
     output = "".join(data.draw(st.lists(st.sampled_from([*words, "</t>"]), max_size=12)))
     check(template, load_parser(template), "", data.draw(chunkings(output), label="chunks"))
 
@@ -123,3 +129,24 @@ def test_a_start_only_branch_is_not_skipped_at_the_first_position() -> None:
             check(template, parser, "", chunks)
             with shrunk_thresholds(parser):
                 check(template, parser, "", chunks)
+
+
+def test_a_piece_a_look_behind_may_refuse_is_scanned_even_if_a_literal_shares_it() -> None:
+    """`<d3` begins the guarded text `<d3=` and the literal `<d3=q`: the literal holds it from
+    the piece, the guarded branch (if its look-behind allows) from the run before it, so
+    which one the scan holds depends on the look-behind (State.guarded_piece)."""
+    template = {
+        "fields": {
+            "t": {
+                "open_pattern": r"(?:\s*<d1>|(?<=</d2>)|(?<=/>))\s*<d3=(?P<n>\w+)>",
+                "close": "</t>",
+                "transform": "{content}",
+            },
+            "c": {},
+            "u": {"open": "<d3=q", "close": "</u>"},
+        },
+        "start_anchor": "<|s|>",
+    }
+    parser = load_parser(template)
+    for chunks in (["x", " <d3"], ["x <d3", "y"], ["</d2>", " ", "<d3", "=a>"], ["x", " <d3=q"]):
+        check(template, parser, "", chunks)
