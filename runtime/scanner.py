@@ -272,6 +272,11 @@ class Scanner:
             else:
                 seen.append(configuration)
 
+            if pos == size and not eos:
+                # Nothing left to scan: any match from here would end at the buffer's end,
+                # which more text could extend (pending), so the step would commit nothing.
+                self._settled = True
+                return
             # On a long rest of the buffer, the step's searches start where a match can.
             scan_from = pos if size - pos <= SKIP_AFTER else state.skip(buf, pos, memo)
             best, hold = state.scan(buf, scan_from, eos, memo)
