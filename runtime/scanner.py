@@ -221,7 +221,7 @@ class Scanner:
             run, recent = self._waiting
             if not run.wakes(text, recent):
                 self._waited.append(text)
-                if run.literal:
+                if run.literal_in_run:
                     self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
         waited = "".join(self._waited)
