@@ -185,18 +185,24 @@ class HeldRun:
     While waiting, a chunk only needs the test `wakes`, in O(len(chunk)).
     """
 
-    __slots__ = ("head", "run", "literal")
+    __slots__ = ("head", "run", "literal", "literal_in_run")
 
     def __init__(self, head: str, run: str | None, literal: str = "") -> None:
         self.head = regex.compile(head, regex.DOTALL)
         self.run = None if run is None else regex.compile(run, regex.DOTALL)
         self.literal = literal
+        # Whether the literal could arrive as text of the run (and then only a look for it,
+        # across chunks, tells it came); otherwise its arrival breaks the run, which the
+        # run test sees, and the waiting parser need not keep the text it last received.
+        self.literal_in_run = bool(literal) and (
+            self.run is None or self.run.fullmatch(literal) is not None
+        )
 
     def wakes(self, text: str, recent: str) -> bool:
         """Whether `text`, arriving after `recent`, could change the held match."""
         if self.run is not None and self.run.fullmatch(text) is None:
             return True
-        return bool(self.literal) and self.literal in recent + text
+        return self.literal_in_run and self.literal in recent + text
 
 
 class LiteralDelimiter:

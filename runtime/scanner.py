@@ -223,7 +223,7 @@ class Scanner:
             run, recent = self._waiting
             if not run.wakes(text, recent):
                 self._waited.append(text)
-                if run.literal:
+                if run.literal_in_run:
                     self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
         waited = "".join(self._waited)
@@ -288,6 +288,11 @@ class Scanner:
             else:
                 seen.append(configuration)
 
+            if pos == size and not eos:
+                # Nothing left to scan: any match from here would end at the buffer's end,
+                # which more text could extend (pending), so the step would commit nothing.
+                self._settled = True
+                return
             # On a long rest of the buffer, the step's searches start where a match can.
             scan_from = pos if size - pos <= SKIP_AFTER else state.skip(buf, pos, memo)
             best, hold = state.scan(buf, scan_from, eos, memo)
