@@ -91,11 +91,16 @@ def _pattern_findings(delimiter: Delimiter) -> list[Finding]:
     path = delimiter.path
     tree = parse(delimiter.pattern)
     if tree is None:
+        searched = (
+            "always searched"
+            if profile(delimiter.pattern).first_chars is None
+            else "searched where its analysable head can start"
+        )
         return [
             Finding(
                 "unanalysed-pattern",
                 path,
-                "outside the analysable regex subset; always searched",
+                f"outside the analysable regex subset; {searched}",
                 INFO,
             )
         ]

@@ -143,7 +143,7 @@ def parse(pattern: str) -> Any:
 def profile(pattern: str) -> RegexProfile:
     tree = parse(pattern)
     if tree is None:
-        return UNKNOWN
+        return _by_head(pattern)
     items = list(tree)
     lookbehind = _lookbehind(items)
     if tree.state.flags & re.IGNORECASE:
@@ -184,6 +184,57 @@ def profile(pattern: str) -> RegexProfile:
         guarded_prefixes=guarded_prefixes,
         led_bare=bool(led_by) and not all(_guard_end(option) for option in later),
     )
+
+
+def _by_head(pattern: str) -> RegexProfile:
+    """The profile of a pattern the analysis cannot read (`(?&obj)` recursion, conditional
+    groups), from its head: the longest leading part, ending before a group at the top
+    level, that it reads, when the pattern is that head followed by the rest (no top-level
+    `|`, no global flags after it). A match of the pattern starts with a match of the head,
+    so where one can start is the head's (first characters, literal prefixes, a start-only
+    branch, a leading run); anything else stays unknown (no time-bound-free searches, no
+    waiting, no reuse of results, the whole stream kept for look-behind)."""
+    head = _head(pattern)
+    if head is None:
+        return UNKNOWN
+    known = profile(head)
+    if not known.analysed:
+        return UNKNOWN
+    return RegexProfile(
+        lookbehind=None,
+        first_chars=known.first_chars,
+        literal_prefixes=known.literal_prefixes,
+        led_by=known.led_by,
+        led_prefixes=known.led_prefixes,
+        prefix_at_start=known.prefix_at_start,
+        start_only=known.start_only,
+        led_guarded=known.led_guarded,
+        led_bare=known.led_bare,
+        guarded_prefixes=known.guarded_prefixes,
+        analysed=False,
+    )
+
+
+# A flag group that sets flags for the whole pattern (`(?i)`, `(?V1)`), wherever it is.
+_GLOBAL_FLAGS = re.compile(r"\(\?[a-zA-Z0-9-]+\)")
+
+
+def _head(pattern: str) -> str | None:
+    """The longest part of `pattern` before a top-level group that `parse` reads, when the
+    pattern is a sequence of atoms (no top-level `|`) and no global flag group follows
+    that part; None if there is none."""
+    atoms = _atoms(pattern)
+    if atoms is None:
+        return None
+    for start, _end in reversed(atoms):
+        if (
+            start
+            and pattern[start] == "("
+            and _GLOBAL_FLAGS.search(pattern, start) is None
+            and parse(pattern[:start]) is not None
+        ):
+            return pattern[:start]
+    return None
 
 
 # A pattern is read as at most this many alternatives (_options); past that, as it is.

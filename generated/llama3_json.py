@@ -19,6 +19,7 @@ import regex
 from runtime import (
     CLOSE,
     OPEN,
+    PARTS_PER_BLOCK,
     CompiledParser,
     Event,
     Hit,
@@ -74,7 +75,8 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 
 # fields.tool_calls.open_pattern
-# Can start anywhere or match empty, so it is searched on every scan.
+# A branch matches only at the stream's first position; past it:
+# Prefilter: every match starts with '<' or '{'.
 TOOL_CALLS_OPEN_RE = regex.compile(
     (
         '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>'
@@ -152,6 +154,20 @@ class Parser(CompiledParser):
 
     # fields.content (the implicit field)
 
+    def _feed_content(self, text: str) -> list[Event]:
+        # Fast path: text that cannot start a watched delimiter goes straight into the region.
+        if self._pending or not text:
+            return self._scan_feed(text)
+        if "<" in text or "{" in text:
+            return self._scan_feed(text)
+        self._fed += len(text)
+        self._append_context(text)
+        parts = self._parts
+        parts.append(text)
+        if len(parts) >= PARTS_PER_BLOCK:
+            self._compact()
+        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
         # The earliest match wins, then the longest, then the first in this order:
@@ -207,11 +223,17 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, memo=False, target=TOOL_CALLS_STATE
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                memo=False,
+                start_only=True,
+                target=TOOL_CALLS_STATE,
             ),
         ),
         scan=_scan_content,
-        feed=None,
+        feed=_feed_content,
         close=_close_content,
         implicit=True,
         store="join",

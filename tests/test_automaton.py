@@ -22,7 +22,7 @@ import runtime.automaton
 import runtime.errors
 from compiler.ir import Delimiter
 from compiler.jit import load_parser
-from compiler.regex_profile import profile
+from compiler.regex_profile import UNKNOWN, _head, parse, profile
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
 from runtime.errors import RegexTimeout
 
@@ -52,6 +52,9 @@ PATTERNS = [
     "^ab",
     "(?:\\Ab|<a)",
     "(?:a*<|(?<=b))a*<b",
+    # Outside the analysable subset (recursion), read by their heads (regex_profile._head).
+    "<(a(?1)?b)",
+    "(?:<|^|(?<=a))(?=b)(b(?1)?<)",
 ]
 
 
@@ -279,6 +282,24 @@ def test_start_only_branches_and_look_behind_led_runs_are_read_apart() -> None:
     after_start = profile(r"(?:^|(?<=;))\s*<d>")
     assert after_start.start_only and after_start.led_prefixes == ("<d>",)
     assert not profile(r"(?:\s*<a>|(?<=b)<c>)").led_by  # a branch without the run
+
+
+def test_a_pattern_outside_the_subset_is_read_by_its_head() -> None:
+    """A pattern the analysis cannot read (llama3_json's recursive open) is prefiltered by
+    its longest leading part that it reads, ending before a top-level group: every match
+    starts with a match of that part. Not with a top-level `|` (the rest could match on
+    its own), nor with a global flag after it (which changes the whole pattern)."""
+    recursive = r'(?:<\|p\|>\s*|^\s*|(?<=\}\s*))(?=\{")(?P<c>(?&o))(?(DEFINE)(?P<o>\{(?&o)?\}))'
+    head = r'(?:<\|p\|>\s*|^\s*|(?<=\}\s*))(?=\{")'
+    assert _head(recursive) == head and parse(recursive) is None
+    known = profile(recursive)
+    assert known.first_chars == frozenset("<{") and known.start_only and not known.analysed
+    assert known.lookbehind is None and not known.cheap and not known.runs
+    assert profile(r"<a>(?P<v>b(?&v)?c)").literal_prefixes == ("<a>",)
+    assert _head(r"<a>(?P<v>b(?&v)?c)|d") is None
+    assert _head(r"<a>(?P<v>b(?&v)?c)(?i)") is None
+    assert _head(r"[(]<a>(?&v)") == r"[(]<a>" and _head(r"[]a(]<b>(?&v)") == r"[]a(]<b>"
+    assert profile(r"(?&v)(?P<v>a)") is UNKNOWN  # nothing before the first group
 
 
 def test_cheap_patterns_are_the_ones_with_few_one_character_repeats() -> None:
