@@ -30,7 +30,7 @@ from typing import Any
 
 import regex
 
-from integrations.openai import ChunkAdapter, CompletionStream, template_of
+from integrations.openai import ChunkAdapter, CompletionStream, template_of, to_chat_message
 
 THINKING = "thinking"
 REASONING_KEYS = ("reasoning", "reasoning_content")
@@ -103,6 +103,52 @@ def _reduce(parser: type[Any]) -> type[Any]:
 def random_call_id(index: int) -> str:
     """An OpenAI-style tool-call id (`chatcmpl-tool-` and 32 hex digits, as vLLM makes them)."""
     return f"chatcmpl-tool-{secrets.token_hex(16)}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the plugins read from a Parser class's template, worked out once per class.
+
+    Every request builds a parser, and the engines build a detector per request too; the
+    template's delimiter regexes and field facts are the same for all of them, so they
+    are kept here (`shape_of`), keyed by the class, which holds its template for good.
+    """
+
+    template: dict[str, Any]
+    has_thinking: bool
+    open: regex.Pattern[str] | None  # the thinking field's open delimiter
+    close: regex.Pattern[str] | None  # and its close delimiter
+    single: frozenset[str]  # content, thinking, tool_calls fields without `repeats`
+    text_defaults: bool  # a string default for content or thinking (never streamed)
+
+
+_SHAPES: dict[type[Any], Shape] = {}
+
+
+def shape_of(parser: type[Any]) -> Shape:
+    """The `Shape` of a Parser class (computed on first use, then shared: it is read only)."""
+    shape = _SHAPES.get(parser)
+    if shape is None:
+        template = template_of(parser)
+        fields = template.get("fields", {})
+        spec = fields.get(THINKING) or {}
+        defaults = template.get("defaults")
+        defaults = defaults if isinstance(defaults, dict) else {}
+        shape = _SHAPES[parser] = Shape(
+            template=template,
+            has_thinking=THINKING in fields,
+            open=_alternatives(spec, "open"),
+            close=_alternatives(spec, "close"),
+            single=frozenset(
+                name
+                for name in ("content", THINKING, "tool_calls")
+                if name in fields and not fields[name].get("repeats")
+            ),
+            text_defaults=any(
+                isinstance(defaults.get(name), str) for name in ("content", THINKING)
+            ),
+        )
+    return shape
 
 
 @dataclass
@@ -216,6 +262,67 @@ class ResponseStream:
         return list(getattr(self.stream, "errors", ()))
 
 
+def parse_whole(
+    parser: type[Any],
+    text: str,
+    *,
+    tools: Iterable[Any] | None = None,
+    call_id: Callable[[int], str] = random_call_id,
+) -> Delta:
+    """The tool half in one shot: what `ResponseStream(parser, tools=tools, call_id=call_id,
+    whole=True)` fed `text` and finished gives, as one Delta (each call whole, in order).
+
+    A stream whose calls are sent whole merges to its message's `to_chat_message`
+    (integrations.openai), so the message is converted directly, without a chunk per event,
+    which costs several times the parse. Except where the two differ by design: a field
+    without `repeats` whose region closed twice (the stream sent each region, the message
+    keeps the last), or a string default of content or thinking (never streamed); those
+    outputs go through the stream itself.
+    """
+    shape = shape_of(parser)
+    if not shape.text_defaults:
+        instance = parser("", tools=tool_dicts(tools), on_error=ON_ERROR)
+        events = instance.feed(text)
+        message, final = instance.finalize()
+        if not (shape.single and _closed_twice(shape.single, events, final)):
+            chat = to_chat_message(message, call_id=call_id)
+            calls = [
+                CallDelta(
+                    index, call["id"], call["function"]["name"], call["function"]["arguments"]
+                )
+                for index, call in enumerate(chat.get("tool_calls") or ())
+            ]
+            return Delta(chat.get("reasoning") or "", chat["content"] or "", calls)
+    stream = ResponseStream(parser, tools=tools, call_id=call_id, whole=True)
+    delta = stream.feed(text)
+    last = stream.finish()
+    delta.reasoning += last.reasoning
+    delta.content += last.content
+    for part in last.calls:
+        same = [call for call in delta.calls if call.index == part.index]
+        if same:
+            same[0].arguments += part.arguments
+            same[0].name = same[0].name or part.name
+            same[0].id = same[0].id or part.id
+        else:
+            delta.calls.append(part)
+    return delta
+
+
+def _closed_twice(single: frozenset[str], *event_lists: list[dict[str, Any]]) -> bool:
+    """Whether a field of `single` closed more than once in these events."""
+    closed: set[Any] = set()
+    for events in event_lists:
+        for event in events:
+            if event["type"] == "region_close":
+                name = event.get("field")
+                if name in single:
+                    if name in closed:
+                        return True
+                    closed.add(name)
+    return False
+
+
 def _alternatives(spec: dict[str, Any], kind: str) -> regex.Pattern[str] | None:
     """The regex of a field's `open` or `close` delimiter (literal(s) or pattern)."""
     pattern = spec.get(f"{kind}_pattern")
@@ -239,13 +346,17 @@ class ReasoningStream:
     region's open delimiter as the prompt has it, which opens it again for the tool half.
     """
 
+    # A text longer than this is fed to the parser in pieces of growing size, and once the
+    # thinking has ended the rest is handed on unparsed (see `feed`).
+    PIECE = 64
+
     def __init__(self, parser: type[Any], prefix: str = "") -> None:
-        self.template = template_of(parser)
+        shape = shape_of(parser)
+        self.template = shape.template
         self.parser = parser(prefix, on_error=ON_ERROR)
         self.adapter = ChunkAdapter(self.template)
-        spec = self.template.get("fields", {}).get(THINKING) or {}
-        self.open = _alternatives(spec, "open")
-        self.close = _alternatives(spec, "close")
+        self.open = shape.open
+        self.close = shape.close
         self.text = ""  # the output so far
         self.ended = False
         self.sent = 0  # how much of the text after thinking was handed on
@@ -255,11 +366,12 @@ class ReasoningStream:
         self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
         self.lead = ""  # prompt text handed on before the output (see the class doc)
         still_open = self._scan(self.parser.initial_events, initial=True)
-        if THINKING not in self.template.get("fields", {}):
+        if not shape.has_thinking:
             self.ended = True  # no thinking to wait for: all of the output is the rest
         elif still_open is not None:
             self.ended = True
             self.lead = self._reopener(prefix, still_open)
+        self.prompt_opened = self.saw_thinking  # the prompt left the thinking open
         self.adapter.convert(self.parser.initial_events)
 
     def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> str | None:
@@ -292,6 +404,40 @@ class ReasoningStream:
         return prefix[starts[-1] :] if starts else ""
 
     def feed(self, text: str) -> Delta:
+        """The reasoning `text` completes, and the text after the thinking it hands on.
+
+        A long text (a one-shot output) is fed as pieces of doubling size, the last piece
+        being all that follows once the thinking has ended: that is handed on as it is,
+        not parsed twice (here and in the tool half). The result is what feeding those
+        pieces one by one gives, which is what feeding `text` gives (any chunking of the
+        output hands on the same: tests/test_serving.py) as long as the thinking cannot
+        open again after it ended: so only when the output has at most one match of the
+        thinking's open delimiter, and none if the prompt opened the thinking.
+        """
+        if self.ended or len(text) <= self.PIECE or self._may_reopen(text):
+            return self._feed(text)
+        delta = Delta()
+        start, size = 0, self.PIECE
+        while start < len(text):
+            piece = text[start:] if self.ended else text[start : start + size]
+            step = self._feed(piece)
+            delta.reasoning += step.reasoning
+            delta.content += step.content
+            start, size = start + len(piece), size * 2
+        return delta
+
+    def _may_reopen(self, text: str) -> bool:
+        """Whether the thinking may open in the output after it ended (repeated thinking,
+        a known limit where the stream and one shot differ: the one shot stays as it is)."""
+        if self.open is None:
+            return True  # a thinking region with no open delimiter: no telling
+        output = self.text + text
+        first = self.open.search(output)
+        if first is None:
+            return False
+        return self.prompt_opened or self.open.search(output, first.end()) is not None
+
+    def _feed(self, text: str) -> Delta:
         self.text += text
         if self.ended:
             return self._rest()
