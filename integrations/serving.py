@@ -174,8 +174,11 @@ class Delta:
 
     def add_chunks(self, chunks: Iterable[dict[str, Any]]) -> Delta:
         """Merge `chat.completion.chunk` deltas into this one (a call's parts into one)."""
-        for chunk in chunks:
-            delta = chunk["choices"][0]["delta"]
+        return self.add_deltas(chunk["choices"][0]["delta"] for chunk in chunks)
+
+    def add_deltas(self, deltas: Iterable[dict[str, Any]]) -> Delta:
+        """Merge Chat Completions deltas into this one (a call's parts into one)."""
+        for delta in deltas:
             self.content += delta.get("content") or ""
             for key in REASONING_KEYS:
                 self.reasoning += delta.get(key) or ""
@@ -239,8 +242,11 @@ class ResponseStream:
         self.finished = False
 
     def feed(self, text: str) -> Delta:
+        """What `text` adds: `CompletionStream.feed`'s deltas, without building its chunks."""
         delta, self.pending = self.pending, Delta()
-        return delta.add_chunks(self.stream.feed(text))
+        stream = self.stream
+        events = stream.parser.feed(text)
+        return delta.add_deltas(stream.adapter.deltas(events, region=stream.open_call()))
 
     def finish(self, finish_reason: str | None = None) -> Delta:
         """Finalize once: text held back for a delimiter, and calls cut off at the end
@@ -348,13 +354,14 @@ class ReasoningStream:
 
     # A text longer than this is fed to the parser in pieces of growing size, and once the
     # thinking has ended the rest is handed on unparsed (see `feed`).
-    PIECE = 64
+    PIECE = 32
 
     def __init__(self, parser: type[Any], prefix: str = "") -> None:
         shape = shape_of(parser)
         self.template = shape.template
         self.parser = parser(prefix, on_error=ON_ERROR)
-        self.adapter = ChunkAdapter(self.template)
+        # Only its reasoning is used: tool calls need no fragments (no plan to work out).
+        self.adapter = ChunkAdapter(self.template, tool_args="whole")
         self.open = shape.open
         self.close = shape.close
         self.text = ""  # the output so far
@@ -462,7 +469,7 @@ class ReasoningStream:
         return delta
 
     def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
-        delta = Delta().add_chunks(self.adapter.convert(events))
+        delta = Delta().add_deltas(self.adapter.deltas(events))
         return Delta(reasoning=delta.reasoning)
 
     def _rest(self, whole: bool = False) -> Delta:

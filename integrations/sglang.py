@@ -61,6 +61,12 @@ def _first_literal(spec: dict[str, Any], kind: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _no_id(index: int) -> str:
+    """A call's id: SGLang's `ToolCallItem` has none (its server makes the ids), so the
+    random ids integrations.serving would make are not needed."""
+    return ""
+
+
 def _anchor(template: dict[str, Any]) -> str:
     """The template's (first) literal start anchor, "" without one."""
     anchor = template.get("start_anchor") or ""
@@ -140,7 +146,7 @@ class RtcDetector(BaseFormatDetector):
         raise NotImplementedError("rtc detectors give no structural tag: formats vary")
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
-        delta = parse_whole(self.parser, text, tools=tools or None)
+        delta = parse_whole(self.parser, text, tools=tools or None, call_id=_no_id)
         return StreamingParseResult(
             normal_text=delta.content,
             calls=[
@@ -151,7 +157,7 @@ class RtcDetector(BaseFormatDetector):
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         if self.stream is None:
-            self.stream = ResponseStream(self.parser, tools=tools)
+            self.stream = ResponseStream(self.parser, tools=tools, call_id=_no_id)
         return self._result(self.stream.feed(new_text))
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
