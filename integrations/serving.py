@@ -36,6 +36,8 @@ THINKING = "thinking"
 REASONING_KEYS = ("reasoning", "reasoning_content")
 # The server policy: a region that fails to parse is routed into content, nothing raises.
 ON_ERROR = "content"
+# The completion id of the adapters here, whose chunks the plugins turn into Deltas.
+UNUSED_ID = "chatcmpl-rtc"
 
 
 def catalog_names() -> list[str]:
@@ -195,11 +197,25 @@ class Delta:
 
 
 def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
-    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`."""
+    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`.
+
+    A parser reads a tool's function name and parameters only, so an engine's tool whose
+    `function` has a str `name` and dict (or no) `parameters` gives just those: dumping
+    the whole model costs more than parsing a short output.
+    """
     if not tools:
         return None
     result = []
     for tool in tools:
+        function = getattr(tool, "function", None)
+        name = getattr(function, "name", None)
+        parameters = getattr(function, "parameters", None)
+        if isinstance(name, str) and (parameters is None or isinstance(parameters, dict)):
+            body = (
+                {"name": name} if parameters is None else {"name": name, "parameters": parameters}
+            )
+            result.append({"type": "function", "function": body})
+            continue
         if hasattr(tool, "model_dump"):
             tool = tool.model_dump(exclude_none=True)
         if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
@@ -236,7 +252,11 @@ class ResponseStream:
 
         instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
         self.stream = CompletionStream(
-            instance, call_id=stable_id, tool_args="whole" if whole else "fragments"
+            instance,
+            call_id=stable_id,
+            tool_args="whole" if whole else "fragments",
+            completion_id=UNUSED_ID,  # no chunk leaves: the envelope is not worth making
+            created=0,
         )
         self.pending = Delta().add_chunks(self.stream.initial)
         self.finished = False
@@ -361,7 +381,9 @@ class ReasoningStream:
         self.template = shape.template
         self.parser = parser(prefix, on_error=ON_ERROR)
         # Only its reasoning is used: tool calls need no fragments (no plan to work out).
-        self.adapter = ChunkAdapter(self.template, tool_args="whole")
+        self.adapter = ChunkAdapter(
+            self.template, tool_args="whole", completion_id=UNUSED_ID, created=0
+        )
         self.open = shape.open
         self.close = shape.close
         self.text = ""  # the output so far
