@@ -531,7 +531,8 @@ def _certain_end(pattern: Any, body: str, start: int) -> tuple[int, list[Any]]:
         if not settled:
             break
         count = 0
-        for (span, groups), theirs in zip(settled, pattern.finditer(body + probe, start)):
+        extended = pattern.finditer(body + probe, start)
+        for (span, groups), theirs in zip(settled, extended, strict=False):
             if theirs.span() != span or theirs.groupdict() != groups:
                 break
             count += 1

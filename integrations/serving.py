@@ -372,8 +372,8 @@ class ReasoningStream:
     region's open delimiter as the prompt has it, which opens it again for the tool half.
     """
 
-    # A text longer than this is fed to the parser in pieces of growing size, and once the
-    # thinking has ended the rest is handed on unparsed (see `feed`).
+    # A text longer than this is fed to the parser in pieces, and once the thinking has
+    # ended the rest is handed on unparsed (see `feed`).
     PIECE = 32
 
     def __init__(self, parser: type[Any], prefix: str = "") -> None:
@@ -435,8 +435,9 @@ class ReasoningStream:
     def feed(self, text: str) -> Delta:
         """The reasoning `text` completes, and the text after the thinking it hands on.
 
-        A long text (a one-shot output) is fed as pieces of doubling size, the last piece
-        being all that follows once the thinking has ended: that is handed on as it is,
+        A long text (a one-shot output) is fed in pieces (its start, then up to just past
+        each match of the thinking's close delimiter), the last piece being all that
+        follows once the thinking has ended: that is handed on as it is,
         not parsed twice (here and in the tool half). The result is what feeding those
         pieces one by one gives, which is what feeding `text` gives (any chunking of the
         output hands on the same: tests/test_serving.py) as long as the thinking cannot
@@ -446,13 +447,19 @@ class ReasoningStream:
         if self.ended or len(text) <= self.PIECE or self._may_reopen(text):
             return self._feed(text)
         delta = Delta()
-        start, size = 0, self.PIECE
+        start = 0
         while start < len(text):
-            piece = text[start:] if self.ended else text[start : start + size]
-            step = self._feed(piece)
+            if self.ended or self.close is None:
+                stop = len(text)
+            elif start == 0:
+                stop = self.PIECE  # an output that starts with another region ends it here
+            else:  # on to just past the next match of the thinking's close delimiter
+                found = self.close.search(text, start)
+                stop = len(text) if found is None else found.end() + self.PIECE
+            step = self._feed(text[start:stop])
             delta.reasoning += step.reasoning
             delta.content += step.content
-            start, size = start + len(piece), size * 2
+            start = stop
         return delta
 
     def _may_reopen(self, text: str) -> bool:
