@@ -75,13 +75,18 @@ class RegexProfile:
     led_prefixes: tuple[str, ...] = ()
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
-    # True when a search over a short text cannot run long whatever the text: every
+    # Set when a search over a short text cannot run long whatever the text: every
     # repeat is of one character (or an optional group of such), at most CHEAP_REPEATS of
-    # them unbounded, no look-behind, no back-reference. A search over n characters then
-    # takes O(n^(CHEAP_REPEATS + 1)) steps, so over runtime.automaton.SHORT_SPAN
-    # characters it needs no time bound (whose cost, ~5 us a search, would dominate
-    # the scans of a stream).
-    cheap: bool = False
+    # them unbounded, no look-behind, no back-reference; it is how many are unbounded (k).
+    # A search over n characters then takes O(n^(k + 1)) steps, so over a few characters
+    # (runtime.automaton.SHORT_SPANS[k]) it needs no time bound, whose cost (~2 us a
+    # search) would dominate the scans of a stream.
+    repeats: int | None = None
+
+    @property
+    def cheap(self) -> bool:
+        """Whether a search over a short text needs no time bound (see `repeats`)."""
+        return self.repeats is not None
 
     @property
     def kind(self) -> str:
@@ -141,7 +146,7 @@ def profile(pattern: str) -> RegexProfile:
         led_prefixes=led_prefixes,
         prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
         runs=_runs(pattern, items, led=bool(led_by)),
-        cheap=_unbounded_repeats(items) <= CHEAP_REPEATS,
+        repeats=_cheap_repeats(_unbounded_repeats(items)),
     )
 
 
@@ -517,6 +522,11 @@ def _first_is_literal(branch: list[Any]) -> bool:
 CHEAP_REPEATS = 3
 _ONE_CHARACTER = (sre.ANY, sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.CATEGORY)
 _TOO_MANY = CHEAP_REPEATS + 1
+
+
+def _cheap_repeats(count: int) -> int | None:
+    """RegexProfile.repeats: the count of unbounded repeats, if the pattern is cheap."""
+    return count if count <= CHEAP_REPEATS else None
 
 
 def _unbounded_repeats(items: list[Any]) -> int:

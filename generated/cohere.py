@@ -279,7 +279,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -298,7 +298,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -316,7 +316,7 @@ class Parser(CompiledParser):
         ),
         patterns=(
             RegexDelimiter(
-                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, repeats=1
             ),
         ),
         plain_pieces=True,

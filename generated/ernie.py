@@ -250,7 +250,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=THINKING_CLOSE_RUNS,
             ),
         ),
@@ -268,7 +268,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -286,10 +286,10 @@ class Parser(CompiledParser):
         ),
         patterns=(
             RegexDelimiter(
-                OPEN, "thinking", THINKING_OPEN_RE, rank=0, cheap=True, target=THINKING_STATE
+                OPEN, "thinking", THINKING_OPEN_RE, rank=0, repeats=1, target=THINKING_STATE
             ),
             RegexDelimiter(
-                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, cheap=True
+                CLOSE, "content", CONTENT_CLOSE_RE, rank=2, prefix=CONTENT_CLOSE_PREFIX, repeats=1
             ),
         ),
         scan=_scan_content,

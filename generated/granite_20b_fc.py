@@ -189,7 +189,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=0,
             ),
         ),
         plain_pieces=True,

@@ -344,7 +344,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                cheap=True,
+                repeats=2,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

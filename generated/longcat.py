@@ -181,7 +181,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),

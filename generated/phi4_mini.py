@@ -219,7 +219,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                cheap=True,
+                repeats=0,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -202,7 +202,7 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, repeats=2, target=TOOL_CALLS_STATE
             ),
         ),
         scan=_scan_content,

@@ -201,7 +201,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                cheap=True,
+                repeats=1,
             ),
         ),
         plain_pieces=True,
@@ -215,7 +215,7 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, cheap=True, target=TOOL_CALLS_STATE
+                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, repeats=2, target=TOOL_CALLS_STATE
             ),
         ),
         scan=_scan_content,

@@ -51,8 +51,12 @@ IRRELEVANT: Any = object()
 # Candidate positions tried one by one (memchr on a first character, then a check) before
 # handing the rest of the buffer to a search that is fast however dense the candidates are.
 PROBES = 16
-# A search over at most this many characters with a cheap pattern (RegexDelimiter.cheap)
-# runs without the time bound: the compiler has shown it cannot run long on so little text.
+# A search over at most SHORT_SPANS[k] characters with a cheap pattern of k unbounded
+# one-character repeats (RegexDelimiter short_span) runs without the time bound: it takes
+# O(n^(k + 1)) steps at worst, and a partial one with a required literal O(n^2)
+# (RegexDelimiter.attempts), so these are the n whose n^max(k + 1, 2) is about 2^20.
+SHORT_SPANS = (1024, 1024, 101, 32)
+# A partial search over at most this many characters is one search, not split in parts.
 SHORT_SPAN = 32
 # A state builds one regex over its start texts' proper prefixes when those prefixes total
 # at most this many characters (State.piece_at_end): L(L-1)/2 for a literal of L, so a
@@ -111,6 +115,38 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
     return -1
 
 
+def first_match(buf: str, lead: str, pattern: Any, pos: int) -> int:
+    """Start of the leftmost match of `pattern` at or after `pos`, or -1, where every match
+    starts with the character `lead`: a memchr for it, then a match there, as find_literal
+    probes; where candidates are dense, one search."""
+    find = buf.find
+    starts = pattern.match
+    start = pos
+    index = find(lead, pos)
+    while True:
+        for _ in range(PROBES):
+            if index == -1 or starts(buf, index):
+                return index
+            index = find(lead, index + 1)
+        if index == -1:
+            return -1
+        if index - start < PROBES * SPARSE:
+            match = pattern.search(buf, index)
+            return -1 if match is None else match.start()
+        start = index
+
+
+def earliest_piece(text: str, literals: tuple[str, ...], start: int = 0) -> int:
+    """Start of the longest suffix of text[start:] that is a proper, non-empty prefix of one
+    of `literals`, or -1 (`piece_at_end` of each; a plain loop, as scans call it often)."""
+    found = -1
+    for literal in literals:
+        index = piece_at_end(text, literal, start)
+        if index != -1 and (found == -1 or index < found):
+            found = index
+    return found
+
+
 def _no_scan(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
     """The scan step of a State declared without one (only tests build such states)."""
     raise NotImplementedError(f"{state!r} has no generated scan step")
@@ -149,18 +185,24 @@ class HeldRun:
     While waiting, a chunk only needs the test `wakes`, in O(len(chunk)).
     """
 
-    __slots__ = ("head", "run", "literal")
+    __slots__ = ("head", "run", "literal", "literal_in_run")
 
     def __init__(self, head: str, run: str | None, literal: str = "") -> None:
         self.head = regex.compile(head, regex.DOTALL)
         self.run = None if run is None else regex.compile(run, regex.DOTALL)
         self.literal = literal
+        # Whether the literal could arrive as text of the run (and then only a look for it,
+        # across chunks, tells it came); otherwise its arrival breaks the run, which the
+        # run test sees, and the waiting parser need not keep the text it last received.
+        self.literal_in_run = bool(literal) and (
+            self.run is None or self.run.fullmatch(literal) is not None
+        )
 
     def wakes(self, text: str, recent: str) -> bool:
         """Whether `text`, arriving after `recent`, could change the held match."""
         if self.run is not None and self.run.fullmatch(text) is None:
             return True
-        return bool(self.literal) and self.literal in recent + text
+        return self.literal_in_run and self.literal in recent + text
 
 
 class LiteralDelimiter:
@@ -205,8 +247,7 @@ class LiteralDelimiter:
     def partial(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins one of these
         literals without completing it, or -1."""
-        starts = [piece_at_end(buf, literal, pos) for literal in self.literals]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.literals, pos)
 
 
 class RegexDelimiter:
@@ -218,10 +259,11 @@ class RegexDelimiter:
     start where `str.find` finds one (or, partially, in the buffer's last few characters,
     on a piece of one), so the regex engine runs only from there.
     `memo` is False for patterns the compiler could not analyse: their results are never
-    reused, in case they depend on where a search starts. `cheap` is True for patterns
-    whose search over SHORT_SPAN characters the compiler has shown to be quick (see
-    compiler.regex_profile, RegexProfile.cheap): such searches, the usual ones of a
-    stream, skip the time bound, which costs more than the search itself.
+    reused, in case they depend on where a search starts. `repeats`, for patterns the
+    compiler has shown to be quick to search on a short text (compiler.regex_profile,
+    RegexProfile.cheap), is how many unbounded repeats they have: a search over at most
+    SHORT_SPANS[repeats] characters, the usual one of a stream, skips the time bound,
+    whose set-up (~2 us) costs more than the search itself.
     """
 
     __slots__ = (
@@ -232,7 +274,7 @@ class RegexDelimiter:
         "pattern",
         "prefixes",
         "memo",
-        "cheap",
+        "short_span",
         "runs",
         "led_prefixes",
         "run_back",
@@ -250,7 +292,7 @@ class RegexDelimiter:
         rank: int,
         prefix: str | tuple[str, ...] = "",
         memo: bool = True,
-        cheap: bool = False,
+        repeats: int | None = None,
         runs: tuple[HeldRun, ...] = (),
         led_by: str | None = None,
         target: State | None = None,
@@ -270,7 +312,8 @@ class RegexDelimiter:
         # The run of `led_by` that ends at a position, read backwards from it.
         self.run_back = regex.compile(led_by, regex.DOTALL | regex.REVERSE) if led_by else None
         self.memo = memo
-        self.cheap = cheap
+        # Searches over at most this many characters run without the time bound.
+        self.short_span = -1 if repeats is None else SHORT_SPANS[repeats]
         self.runs = runs  # how a held match can wait (see `waits`)
         self._attempts: Any = None  # the pattern for partial searches (see `attempts`)
         # How to search a long buffer faster than the pattern itself (runtime.branches).
@@ -333,7 +376,7 @@ class RegexDelimiter:
         # concurrent=True: `regex` searches the str in place without holding the GIL; with
         # a timeout and without it, a search whose look-behind is unbounded costs
         # O(len(buf)) wherever it starts (measured: 215 us instead of 2 us at 46 KB).
-        if self.cheap and len(buf) - pos <= SHORT_SPAN:
+        if len(buf) - pos <= self.short_span:
             # A short search with a cheap pattern: no time bound (RegexProfile.cheap), and
             # no look-behind, so it need not be concurrent (which costs ~0.3 us a call).
             match = self.pattern.search(buf, pos)
@@ -576,19 +619,16 @@ class RegexDelimiter:
         piece: no prefix starts with a run character."""
         assert self.run_back is not None
         size = len(text)
-        piece = size
-        for prefix in self.led_prefixes:
-            start = piece_at_end(text, prefix)
-            if start != -1 and start < piece:
-                piece = start
+        piece = earliest_piece(text, self.led_prefixes)
+        if piece == -1:
+            piece = size
         run = self.run_back.match(text, 0, piece)  # `R*`: it matches, maybe empty
         start = piece if run is None else run.start()
         return -1 if start == size else start
 
     def _piece_at_end(self, buf: str, pos: int) -> int:
         """Start of the longest buffer suffix (from `pos` on) that begins a prefix, or -1."""
-        starts = [piece_at_end(buf, prefix, pos) for prefix in self.prefixes]
-        return min((start for start in starts if start != -1), default=-1)
+        return earliest_piece(buf, self.prefixes, pos)
 
 
 class State:
@@ -620,6 +660,8 @@ class State:
         "start_texts",
         "every_literal",
         "ahead_key",
+        "skip_lead",
+        "skip_key",
         "starts",
         "reach",
         "leads",
@@ -737,7 +779,15 @@ class State:
             ends = "|".join(re.escape(piece) for piece in pieces)
             if ends:
                 self.at_end = re.compile(f"(?:{ends})\\Z")
-                self.starts_or_piece = re.compile(f"{self.starts.pattern}|(?:{ends})\\Z")
+                self.starts_or_piece = re.compile(f"(?P<start>{self.starts.pattern})|(?:{ends})\\Z")
+        # The first character of every start text, when all share one and every match of a
+        # watched delimiter starts with one of them (none is led by a run): `skip` finds
+        # the first place a match can start with one memchr pass.
+        skip_leads = {text[0] for text in self.start_texts}
+        self.skip_lead = (
+            skip_leads.pop() if len(skip_leads) == 1 and not self.led and self.starts else None
+        )
+        self.skip_key = object()
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
         # would hold back.
         self.plain_pieces = plain_pieces
@@ -763,6 +813,23 @@ class State:
         if self.starts is None or self.starts.search(text) is not None:
             return True
         return self.piece_at_end(text) != -1
+
+    def held_unless_started(self, text: str) -> int | None:
+        """None if a start text occurs in `text` (only a scan can tell what it starts);
+        else where the text a scan holds back at the end of `text` starts, or -1 (as
+        `piece_at_end`, or `held_at_end` for patterns led by a run, tell). Without such
+        patterns, one search (`starts_or_piece`: a match of its `start` group is a start
+        text, any other a piece at the end)."""
+        find = self.starts_or_piece
+        if find is None or self.led:
+            assert self.starts is not None
+            if self.starts.search(text) is not None:
+                return None
+            return self.held_at_end(text) if self.led else self.piece_at_end(text)
+        match = find.search(text)
+        if match is None:
+            return -1
+        return None if match.lastgroup else match.start()
 
     def piece_at_end(self, text: str) -> int:
         """Start of the longest suffix of `text` that begins a start text, or -1.
@@ -816,25 +883,30 @@ class State:
     def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
         lead = self.lead
-        if lead is not None:  # memchr for the shared first character, then a check
-            find = buf.find
-            starts = self.literals_re.match
-            index = find(lead, pos)
-            while True:  # as find_literal does
-                for _ in range(PROBES):
-                    if index == -1 or starts(buf, index):
-                        return index
-                    index = find(lead, index + 1)
-                if index == -1:
-                    return -1
-                if index - pos < PROBES * SPARSE:
-                    break
-                pos = index
-            pos = index
-        elif len(buf) - pos > SPLIT_AFTER:
+        if lead is not None:
+            return first_match(buf, lead, self.literals_re, pos)
+        if len(buf) - pos > SPLIT_AFTER:
             return self._find_each(buf, pos, memo)
         match = self.literals_re.search(buf, pos)
         return -1 if match is None else match.start()
+
+    def skip(self, buf: str, pos: int, memo: Memo) -> int:
+        """Where the next match of a watched delimiter can start at the earliest, complete
+        or partial, from `pos` on: at the first start text, or in the last `reach`
+        characters (a piece of one). Scans ask it on a long rest of the buffer (a whole
+        output, in one-shot parsing): one memchr pass for all the state's start texts,
+        instead of one pass for each delimiter. `pos` itself unless every match starts
+        with a start text that begins with `skip_lead` (none is led by a run)."""
+        if self.skip_lead is None:
+            return pos
+        known = memo.get(self.skip_key)
+        if known is not None and known[0] <= pos <= known[1]:
+            return known[1]  # nothing starts in between
+        assert self.starts is not None
+        found = first_match(buf, self.skip_lead, self.starts, pos)
+        start = max(pos, len(buf) - self.reach) if found == -1 else found
+        memo[self.skip_key] = (pos, start)
+        return start
 
     def _find_each(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """_find over a long buffer, for literals with different first characters: one

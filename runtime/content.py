@@ -90,6 +90,10 @@ def parse_json(
         working = _BARE_KEY.sub(r'"\1":', working)
     for index, value in enumerate(lifted):
         working = working.replace(f"{_LIFT_OPEN}{index}{_LIFT_CLOSE}", json.dumps(value))
+    if allow_non_json and not _json_may_start(working):
+        # The raw-text fallback without json.loads raising first: a failed decode costs
+        # several microseconds (its error message), and most XML argument values are text.
+        return text.strip() if strip else text
     try:
         return json.loads(working)
     except json.JSONDecodeError as error:
@@ -100,6 +104,17 @@ def parse_json(
             f"json parser could not parse region as JSON{after}: {error.msg} at character "
             f"{error.pos}: {errors.excerpt(working, error.pos)}"
         ) from error
+
+
+def _json_may_start(text: str) -> bool:
+    """Whether json.loads could accept `text`, by its first character after JSON whitespace:
+    every value it decodes starts with one of these (`NaN`, `Infinity` and `-Infinity`
+    included); on any other, or on nothing, it raises."""
+    index = len(text) - len(text.lstrip(" \t\n\r"))
+    return index < len(text) and text[index] in _JSON_STARTS
+
+
+_JSON_STARTS = frozenset('{["-0123456789tfnNI')
 
 
 def parse_xml_inline(

@@ -36,8 +36,13 @@ Event = dict[str, Any]
 # (Scanner._wait); shorter holds are simply rescanned.
 WAIT_AFTER = 256
 
-# finalize() stores this in `_pending`: every fast path tests `_pending` first, so any later
-# feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
+# A scan step over a rest of the buffer longer than this first asks where a match can start
+# (State.skip): one pass over the rest for all the state's delimiters.
+SKIP_AFTER = 256
+
+# finalize() stores this in `_pending`: every fast path sends a chunk to the slow path while
+# `_pending` is set (and `_feed_run` only keeps held text that is all whitespace), so any
+# later feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
 
 
@@ -104,13 +109,9 @@ class Scanner:
             # that leads one (hold that; a run long enough to wait on goes to the scan,
             # which waits on it).
             buf = self._pending + text
-            if state.starts.search(buf) is None:
-                if state.led:
-                    piece = state.held_at_end(buf)
-                    plain = state.plain_pieces and len(buf) - piece < self.WAIT_AFTER
-                else:
-                    piece = state.piece_at_end(buf)
-                    plain = state.plain_pieces
+            piece = state.held_unless_started(buf)
+            if piece is not None:
+                plain = state.plain_pieces and (not state.led or len(buf) - piece < self.WAIT_AFTER)
                 if piece == -1 or plain:
                     self._base = self._fed - len(self._pending)
                     self._pos = 0
@@ -220,7 +221,7 @@ class Scanner:
             run, recent = self._waiting
             if not run.wakes(text, recent):
                 self._waited.append(text)
-                if run.literal:
+                if run.literal_in_run:
                     self._waiting = (run, _last(recent + text, len(run.literal) - 1))
                 return False
         waited = "".join(self._waited)
@@ -271,7 +272,14 @@ class Scanner:
             else:
                 seen.append(configuration)
 
-            best, hold = state.scan(buf, pos, eos, memo)
+            if pos == size and not eos:
+                # Nothing left to scan: any match from here would end at the buffer's end,
+                # which more text could extend (pending), so the step would commit nothing.
+                self._settled = True
+                return
+            # On a long rest of the buffer, the step's searches start where a match can.
+            scan_from = pos if size - pos <= SKIP_AFTER else state.skip(buf, pos, memo)
+            best, hold = state.scan(buf, scan_from, eos, memo)
             if best is not None:
                 start, end, delim, match = best
                 if start > pos:

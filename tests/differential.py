@@ -24,6 +24,7 @@ from transformers.utils.chat_parsing import ResponseParser
 
 import runtime.automaton
 import runtime.regions
+import runtime.scanner
 from runtime import CompiledParser
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
@@ -152,7 +153,8 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     chunks into blocks every two (PARTS_PER_BLOCK, also read by the generated module of
     `parser_cls`), one probe before a literal search gives up on memchr, or goes on
     probing (PROBES, SPARSE), one partial search instead of single attempts (ATTEMPTS),
-    and split regex searches on every buffer (SPLIT_AFTER)."""
+    split regex searches on every buffer (SPLIT_AFTER), and every scan step first asking
+    where a match can start (SKIP_AFTER)."""
     generated = _module_globals(parser_cls)
     automaton = runtime.automaton
     saved = (
@@ -160,12 +162,14 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         runtime.regions.PARTS_PER_BLOCK,
         generated.get("PARTS_PER_BLOCK"),
         (automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER),
+        runtime.scanner.SKIP_AFTER,
     )
     CompiledParser.WAIT_AFTER = 1
     runtime.regions.PARTS_PER_BLOCK = 2
     if "PARTS_PER_BLOCK" in generated:
         generated["PARTS_PER_BLOCK"] = 2
     automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = 1, 2, 1, 0
+    runtime.scanner.SKIP_AFTER = -1
     try:
         yield
     finally:
@@ -173,6 +177,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         if "PARTS_PER_BLOCK" in generated:
             generated["PARTS_PER_BLOCK"] = saved[2]
         automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
+        runtime.scanner.SKIP_AFTER = saved[4]
 
 
 def _module_globals(parser_cls: Any) -> dict[str, Any]:

@@ -228,6 +228,7 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     )
     assert state.piece_at_end(text) == expected
     assert state.may_start(text) == (may_start or expected != -1)
+    assert state.held_unless_started(text) == (None if may_start else expected)
 
 
 CHEAP = [
@@ -267,7 +268,7 @@ def test_a_costly_pattern_keeps_its_time_bound_on_a_short_text() -> None:
 @given(pattern=st.sampled_from(CHEAP), text=st.text("<>/a_=\n tcolfunimkd|", max_size=40))
 def test_cheap_search_finds_what_the_bounded_search_finds(pattern: str, text: str) -> None:
     compiled = regex.compile(pattern, regex.DOTALL)
-    cheap = RegexDelimiter(CLOSE, "x", compiled, rank=0, cheap=True)
+    cheap = RegexDelimiter(CLOSE, "x", compiled, rank=0, repeats=profile(pattern).repeats)
     bounded = RegexDelimiter(CLOSE, "x", compiled, rank=0)
     for eos in (False, True):
         for pos in range(len(text) + 1):

@@ -1,0 +1,41 @@
+"""Content parsers (runtime/content.py) against what they stand for, on any text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from runtime.content import parse_json
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+).map(json.dumps)
+TEXTS = st.one_of(
+    st.text(max_size=12),
+    st.text(alphabet=' \t\n\r\ufeff{}[]"-019.eEtfnNIaruls', max_size=12),
+    st.tuples(st.sampled_from(["", " ", "\n\t", "\r", "\ufeff", "x"]), JSON_VALUES).map("".join),
+    st.sampled_from(
+        ["NaN", "Infinity", "-Infinity", " null", "true", "false", "-", "I", "\ufeff1"]
+    ),
+)
+
+
+def _loaded_or_text(text: str, strip: bool) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip() if strip else text
+
+
+@given(text=TEXTS, strip=st.booleans())
+def test_json_allowing_non_json_is_json_loads_or_the_text(text: str, strip: bool) -> None:
+    """`allow_non_json` skips json.loads on text it must refuse (runtime.content
+    `_json_may_start`): the answer is still json.loads's, or the text where it raises."""
+    result = parse_json(text, allow_non_json=True, strip=strip)
+    expected = _loaded_or_text(text, strip)
+    assert json.dumps(result) == json.dumps(expected)
