@@ -435,9 +435,9 @@ class ReasoningStream:
     def feed(self, text: str) -> Delta:
         """The reasoning `text` completes, and the text after the thinking it hands on.
 
-        A long text (a one-shot output) is fed in pieces (its start, then up to just past
-        each match of the thinking's close delimiter), the last piece being all that
-        follows once the thinking has ended: that is handed on as it is,
+        A long text (a one-shot output) is fed in pieces (up to just past each match of
+        the thinking's close delimiter, or its start if there is none), the last piece
+        being all that follows once the thinking has ended: that is handed on as it is,
         not parsed twice (here and in the tool half). The result is what feeding those
         pieces one by one gives, which is what feeding `text` gives (any chunking of the
         output hands on the same: tests/test_serving.py) as long as the thinking cannot
@@ -451,11 +451,12 @@ class ReasoningStream:
         while start < len(text):
             if self.ended or self.close is None:
                 stop = len(text)
-            elif start == 0:
-                stop = self.PIECE  # an output that starts with another region ends it here
             else:  # on to just past the next match of the thinking's close delimiter
                 found = self.close.search(text, start)
-                stop = len(text) if found is None else found.end() + self.PIECE
+                if found is not None:
+                    stop = found.end() + self.PIECE
+                else:  # an output that starts with another region ends it in its start
+                    stop = self.PIECE if start == 0 else len(text)
             step = self._feed(text[start:stop])
             delta.reasoning += step.reasoning
             delta.content += step.content
