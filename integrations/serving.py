@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,7 +125,8 @@ class Shape:
     text_defaults: bool  # a string default for content or thinking (never streamed)
 
 
-_SHAPES: dict[type[Any], Shape] = {}
+# Weakly keyed: a Parser class compiled at run time (compiler.load_parser) is not kept alive.
+_SHAPES: weakref.WeakKeyDictionary[type[Any], Shape] = weakref.WeakKeyDictionary()
 
 
 def shape_of(parser: type[Any]) -> Shape:
