@@ -8,7 +8,10 @@ the rtc-NAME plugin in that engine's own serving path, so the ratios compare the
 not the engines. For each workload the answers are checked to agree (reasoning, content,
 tool calls by name and parsed arguments); then per-chunk and one-shot times (the median
 of alternating rounds: on a shared machine one round now and then takes ten times as long,
-which a mean would report) and the ratio peer / ours (above 1: ours is faster).
+which a mean would report) and the ratio peer / ours (above 1: ours is faster). Where the
+answers differ, the output says whether ours agrees with the other engine's own parser and
+with the template's message (the compiled parser under the server policy), which tells
+which side is the odd one.
 
     .venv-engines/bin/python bench/peers.py > bench/peers.txt
 """
@@ -27,7 +30,7 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent / "tests")]
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
 
-from engine_cases import Case, normal, tokenizer  # noqa: E402
+from engine_cases import Case, generated_message, normal, squash, tokenizer  # noqa: E402
 from engine_drivers import merge_vllm, vllm_parser_class, vllm_request  # noqa: E402
 
 ROUNDS = 7
@@ -139,12 +142,20 @@ def run_vllm(
 def run_sglang(
     tool: str, reasoning: str | None, case: Case, steps: Any
 ) -> tuple[dict, dict, float, float]:
-    from engine_drivers import sglang_reasoning, sglang_tools
+    from engine_drivers import prompt_opens_thinking, sglang_tools
     from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
 
     tools = sglang_tools(case)
+    # SGLang's server knows this from the chat template; the driver reads it from the
+    # catalog file, which is not the parsers' work, so it is not timed.
+    force = True if prompt_opens_thinking(case) else None
+
+    def sglang_reasoning(stream: bool) -> Any:
+        return ReasoningParser(reasoning, stream_reasoning=stream, force_reasoning=force)
+
     began = time.perf_counter()
-    thinker = sglang_reasoning(reasoning, case, True) if reasoning else None
+    thinker = sglang_reasoning(True) if reasoning else None
     caller = FunctionCallParser(tools, tool)
     thinking, content = "", ""
     calls: dict[int, list[Any]] = {}
@@ -174,7 +185,7 @@ def run_sglang(
     began = time.perf_counter()
     text, once_thinking = case.output, None
     if reasoning is not None:
-        once_thinking, text = sglang_reasoning(reasoning, case, False).parse_non_stream(text)
+        once_thinking, text = sglang_reasoning(False).parse_non_stream(text)
     parser = FunctionCallParser(tools, tool)
     found: list[Any] = []
     if parser.has_tool_call(text):
@@ -182,6 +193,15 @@ def run_sglang(
     once = time.perf_counter() - began
     result = normal(once_thinking, text, [(call.name, call.parameters) for call in found])
     return merged, result, streamed, once
+
+
+def as_template(result: dict[str, Any]) -> dict[str, Any]:
+    """A result in generated_message's form (whitespace collapsed)."""
+    return {
+        "reasoning": squash(result["reasoning"]),
+        "content": squash(result["content"]),
+        "tool_calls": result["tool_calls"],
+    }
 
 
 def main() -> None:
@@ -213,6 +233,7 @@ def main() -> None:
                 kept = measured.setdefault(side, (streamed, once, [], []))
                 kept[2].append(stream_time)
                 kept[3].append(once_time)
+        template = generated_message(entry, QWEN_PROMPT, output)
         for ours, peer in (("ours", "vLLM"), ("ours-sglang", "SGLang")):
             mine, theirs = measured[ours], measured[peer]
             agree = "agree" if mine[0] == theirs[0] and mine[1] == theirs[1] else "DIFFER"
@@ -227,6 +248,15 @@ def main() -> None:
                 index = 0 if mode == "stream" else 1
                 print(
                     f"  {key}: ours {mine[index][field]!r:.120} | {peer} {theirs[index][field]!r:.120}"
+                )
+            if keys:  # which side is the odd one: ours against the other engine and the template
+                other = measured["SGLang" if peer == "vLLM" else "vLLM"]
+                same_other = all(mine[i] == other[i] for i in (0, 1))
+                same_template = all(as_template(mine[i]) == template for i in (0, 1))
+                print(
+                    f"  ours, streamed and one-shot, = {'SGLang' if peer == 'vLLM' else 'vLLM'}'s "
+                    f"own parser: {'yes' if same_other else 'no'}; = the template's message "
+                    f"(compiled parser, server policy): {'yes' if same_template else 'no'}"
                 )
             print(
                 f"{peer:7} answers {agree}{' ' + str(keys) if keys else ''}; per chunk: ours "

@@ -517,26 +517,26 @@ def _locate_member(text: str, start: int, key: str) -> int | None:
     return None
 
 
-def _matches(pattern: Any, text: str, start: int) -> list[tuple[tuple[int, int], dict[str, Any]]]:
-    return [(match.span(), match.groupdict()) for match in pattern.finditer(text, start)]
-
-
 def _certain_end(pattern: Any, body: str, start: int) -> tuple[int, list[Any]]:
     """Where the tag matches from `start` on that no continuation of `body` can change
     end (`start` if none), and their keys.
 
-    A match is taken as settled when the body followed by each probe text yields it too:
-    a match that ran to the end of the text (`\\Z`, an unfinished value) then differs.
+    A match is taken as settled when the body followed by each probe text yields it too
+    (same span, same groups): a match that ran to the end of the text (`\\Z`, an
+    unfinished value) then differs. Each probe's matches are compared only as far as the
+    matches still settled, and the probes stop once none is.
     """
-    settled = _matches(pattern, body, start)
+    settled = [(match.span(), match.groupdict()) for match in pattern.finditer(body, start)]
     for probe in _PROBES:
-        extended = _matches(pattern, body + probe, start)
+        if not settled:
+            break
         count = 0
-        for mine, theirs in zip(settled, extended, strict=False):
-            if mine != theirs:
+        extended = pattern.finditer(body + probe, start)
+        for (span, groups), theirs in zip(settled, extended, strict=False):
+            if theirs.span() != span or theirs.groupdict() != groups:
                 break
             count += 1
-        settled = settled[:count]
+        del settled[count:]
     end, keys = start, []
     for (_, stop), groups in settled:
         if stop > len(body):

@@ -313,6 +313,13 @@ class ChunkAdapter:
         """
         if logprobs is not None:
             self._logprobs.extend(logprobs)
+        return [self._chunk(delta) for delta in self.deltas(events, region=region)]
+
+    def deltas(
+        self, events: Iterable[dict[str, Any]], *, region: OpenRegion | None = None
+    ) -> list[dict[str, Any]]:
+        """What `convert` puts in its chunks' `delta`s, without the chunks around them (the
+        engine plugins build their engines' own objects from these)."""
         deltas: list[dict[str, Any]] = []
         if not self._started:
             self._started = True
@@ -352,7 +359,7 @@ class ChunkAdapter:
                     self._close_call(deltas, event["value"])
         if self._call is not None and region is not None and self.plan is not None:
             self._grow_call(deltas, region)
-        return [self._chunk(delta) for delta in deltas]
+        return deltas
 
     def finish(
         self, finish_reason: str | None = None, *, usage: dict[str, int] | None = None
@@ -586,7 +593,7 @@ class CompletionStream:
             report_errors=report_errors,
         )
         self.message: dict[str, Any] | None = None
-        self.initial = self.adapter.convert(parser.initial_events, region=self._region())
+        self.initial = self.adapter.convert(parser.initial_events, region=self.open_call())
 
     @property
     def errors(self) -> list[dict[str, Any]]:
@@ -596,7 +603,7 @@ class CompletionStream:
     def feed(self, text: str, logprobs: Iterable[Any] | None = None) -> list[Chunk]:
         """The chunks `text` completes; `logprobs` are its tokens' entries, if requested."""
         events = self.parser.feed(text)
-        return self.adapter.convert(events, region=self._region(), logprobs=logprobs)
+        return self.adapter.convert(events, region=self.open_call(), logprobs=logprobs)
 
     def finish(
         self, finish_reason: str | None = None, *, usage: dict[str, int] | None = None
@@ -619,8 +626,8 @@ class CompletionStream:
             reasoning_key=self.adapter.keys["thinking"],
         )
 
-    def _region(self) -> OpenRegion | None:
-        """The open tool-call region, if one is open."""
+    def open_call(self) -> OpenRegion | None:
+        """The open tool-call region, if one is open (for `ChunkAdapter.convert`)."""
         region: OpenRegion | None = self.parser.open_region()
         return region if region is not None and region.field == TOOL_CALLS else None
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import json
 import secrets
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,12 +31,14 @@ from typing import Any
 
 import regex
 
-from integrations.openai import ChunkAdapter, CompletionStream, template_of
+from integrations.openai import ChunkAdapter, CompletionStream, template_of, to_chat_message
 
 THINKING = "thinking"
 REASONING_KEYS = ("reasoning", "reasoning_content")
 # The server policy: a region that fails to parse is routed into content, nothing raises.
 ON_ERROR = "content"
+# The completion id of the adapters here, whose chunks the plugins turn into Deltas.
+UNUSED_ID = "chatcmpl-rtc"
 
 
 def catalog_names() -> list[str]:
@@ -105,6 +108,53 @@ def random_call_id(index: int) -> str:
     return f"chatcmpl-tool-{secrets.token_hex(16)}"
 
 
+@dataclass(frozen=True)
+class Shape:
+    """What the plugins read from a Parser class's template, worked out once per class.
+
+    Every request builds a parser, and the engines build a detector per request too; the
+    template's delimiter regexes and field facts are the same for all of them, so they
+    are kept here (`shape_of`), keyed by the class, which holds its template for good.
+    """
+
+    template: dict[str, Any]
+    has_thinking: bool
+    open: regex.Pattern[str] | None  # the thinking field's open delimiter
+    close: regex.Pattern[str] | None  # and its close delimiter
+    single: frozenset[str]  # content, thinking, tool_calls fields without `repeats`
+    text_defaults: bool  # a string default for content or thinking (never streamed)
+
+
+# Weakly keyed: a Parser class compiled at run time (compiler.load_parser) is not kept alive.
+_SHAPES: weakref.WeakKeyDictionary[type[Any], Shape] = weakref.WeakKeyDictionary()
+
+
+def shape_of(parser: type[Any]) -> Shape:
+    """The `Shape` of a Parser class (computed on first use, then shared: it is read only)."""
+    shape = _SHAPES.get(parser)
+    if shape is None:
+        template = template_of(parser)
+        fields = template.get("fields", {})
+        spec = fields.get(THINKING) or {}
+        defaults = template.get("defaults")
+        defaults = defaults if isinstance(defaults, dict) else {}
+        shape = _SHAPES[parser] = Shape(
+            template=template,
+            has_thinking=THINKING in fields,
+            open=_alternatives(spec, "open"),
+            close=_alternatives(spec, "close"),
+            single=frozenset(
+                name
+                for name in ("content", THINKING, "tool_calls")
+                if name in fields and not fields[name].get("repeats")
+            ),
+            text_defaults=any(
+                isinstance(defaults.get(name), str) for name in ("content", THINKING)
+            ),
+        )
+    return shape
+
+
 @dataclass
 class CallDelta:
     """One tool call's part of a delta: the first carries id and name, later ones fragments."""
@@ -128,8 +178,11 @@ class Delta:
 
     def add_chunks(self, chunks: Iterable[dict[str, Any]]) -> Delta:
         """Merge `chat.completion.chunk` deltas into this one (a call's parts into one)."""
-        for chunk in chunks:
-            delta = chunk["choices"][0]["delta"]
+        return self.add_deltas(chunk["choices"][0]["delta"] for chunk in chunks)
+
+    def add_deltas(self, deltas: Iterable[dict[str, Any]]) -> Delta:
+        """Merge Chat Completions deltas into this one (a call's parts into one)."""
+        for delta in deltas:
             self.content += delta.get("content") or ""
             for key in REASONING_KEYS:
                 self.reasoning += delta.get(key) or ""
@@ -146,11 +199,25 @@ class Delta:
 
 
 def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
-    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`."""
+    """Engine tool objects (pydantic models or dicts) as OpenAI tool dicts, for `tools=`.
+
+    A parser reads a tool's function name and parameters only, so an engine's tool whose
+    `function` has a str `name` and dict (or no) `parameters` gives just those: dumping
+    the whole model costs more than parsing a short output.
+    """
     if not tools:
         return None
     result = []
     for tool in tools:
+        function = getattr(tool, "function", None)
+        name = getattr(function, "name", None)
+        parameters = getattr(function, "parameters", None)
+        if isinstance(name, str) and (parameters is None or isinstance(parameters, dict)):
+            body = (
+                {"name": name} if parameters is None else {"name": name, "parameters": parameters}
+            )
+            result.append({"type": "function", "function": body})
+            continue
         if hasattr(tool, "model_dump"):
             tool = tool.model_dump(exclude_none=True)
         if isinstance(tool, dict) and isinstance(tool.get("function"), dict):
@@ -187,14 +254,21 @@ class ResponseStream:
 
         instance = parser(prefix, tools=tool_dicts(tools), on_error=ON_ERROR)
         self.stream = CompletionStream(
-            instance, call_id=stable_id, tool_args="whole" if whole else "fragments"
+            instance,
+            call_id=stable_id,
+            tool_args="whole" if whole else "fragments",
+            completion_id=UNUSED_ID,  # no chunk leaves: the envelope is not worth making
+            created=0,
         )
         self.pending = Delta().add_chunks(self.stream.initial)
         self.finished = False
 
     def feed(self, text: str) -> Delta:
+        """What `text` adds: `CompletionStream.feed`'s deltas, without building its chunks."""
         delta, self.pending = self.pending, Delta()
-        return delta.add_chunks(self.stream.feed(text))
+        stream = self.stream
+        events = stream.parser.feed(text)
+        return delta.add_deltas(stream.adapter.deltas(events, region=stream.open_call()))
 
     def finish(self, finish_reason: str | None = None) -> Delta:
         """Finalize once: text held back for a delimiter, and calls cut off at the end
@@ -214,6 +288,67 @@ class ResponseStream:
     def errors(self) -> list[dict[str, Any]]:
         """The parse failures recovered from (empty with a integrations.openai that keeps none)."""
         return list(getattr(self.stream, "errors", ()))
+
+
+def parse_whole(
+    parser: type[Any],
+    text: str,
+    *,
+    tools: Iterable[Any] | None = None,
+    call_id: Callable[[int], str] = random_call_id,
+) -> Delta:
+    """The tool half in one shot: what `ResponseStream(parser, tools=tools, call_id=call_id,
+    whole=True)` fed `text` and finished gives, as one Delta (each call whole, in order).
+
+    A stream whose calls are sent whole merges to its message's `to_chat_message`
+    (integrations.openai), so the message is converted directly, without a chunk per event,
+    which costs several times the parse. Except where the two differ by design: a field
+    without `repeats` whose region closed twice (the stream sent each region, the message
+    keeps the last), or a string default of content or thinking (never streamed); those
+    outputs go through the stream itself.
+    """
+    shape = shape_of(parser)
+    if not shape.text_defaults:
+        instance = parser("", tools=tool_dicts(tools), on_error=ON_ERROR)
+        events = instance.feed(text)
+        message, final = instance.finalize()
+        if not (shape.single and _closed_twice(shape.single, events, final)):
+            chat = to_chat_message(message, call_id=call_id)
+            calls = [
+                CallDelta(
+                    index, call["id"], call["function"]["name"], call["function"]["arguments"]
+                )
+                for index, call in enumerate(chat.get("tool_calls") or ())
+            ]
+            return Delta(chat.get("reasoning") or "", chat["content"] or "", calls)
+    stream = ResponseStream(parser, tools=tools, call_id=call_id, whole=True)
+    delta = stream.feed(text)
+    last = stream.finish()
+    delta.reasoning += last.reasoning
+    delta.content += last.content
+    for part in last.calls:
+        same = [call for call in delta.calls if call.index == part.index]
+        if same:
+            same[0].arguments += part.arguments
+            same[0].name = same[0].name or part.name
+            same[0].id = same[0].id or part.id
+        else:
+            delta.calls.append(part)
+    return delta
+
+
+def _closed_twice(single: frozenset[str], *event_lists: list[dict[str, Any]]) -> bool:
+    """Whether a field of `single` closed more than once in these events."""
+    closed: set[Any] = set()
+    for events in event_lists:
+        for event in events:
+            if event["type"] == "region_close":
+                name = event.get("field")
+                if name in single:
+                    if name in closed:
+                        return True
+                    closed.add(name)
+    return False
 
 
 def _alternatives(spec: dict[str, Any], kind: str) -> regex.Pattern[str] | None:
@@ -239,13 +374,20 @@ class ReasoningStream:
     region's open delimiter as the prompt has it, which opens it again for the tool half.
     """
 
+    # A text longer than this is fed to the parser in pieces, and once the thinking has
+    # ended the rest is handed on unparsed (see `feed`).
+    PIECE = 32
+
     def __init__(self, parser: type[Any], prefix: str = "") -> None:
-        self.template = template_of(parser)
+        shape = shape_of(parser)
+        self.template = shape.template
         self.parser = parser(prefix, on_error=ON_ERROR)
-        self.adapter = ChunkAdapter(self.template)
-        spec = self.template.get("fields", {}).get(THINKING) or {}
-        self.open = _alternatives(spec, "open")
-        self.close = _alternatives(spec, "close")
+        # Only its reasoning is used: tool calls need no fragments (no plan to work out).
+        self.adapter = ChunkAdapter(
+            self.template, tool_args="whole", completion_id=UNUSED_ID, created=0
+        )
+        self.open = shape.open
+        self.close = shape.close
         self.text = ""  # the output so far
         self.ended = False
         self.sent = 0  # how much of the text after thinking was handed on
@@ -255,11 +397,12 @@ class ReasoningStream:
         self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
         self.lead = ""  # prompt text handed on before the output (see the class doc)
         still_open = self._scan(self.parser.initial_events, initial=True)
-        if THINKING not in self.template.get("fields", {}):
+        if not shape.has_thinking:
             self.ended = True  # no thinking to wait for: all of the output is the rest
         elif still_open is not None:
             self.ended = True
             self.lead = self._reopener(prefix, still_open)
+        self.prompt_opened = self.saw_thinking  # the prompt left the thinking open
         self.adapter.convert(self.parser.initial_events)
 
     def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> str | None:
@@ -292,6 +435,48 @@ class ReasoningStream:
         return prefix[starts[-1] :] if starts else ""
 
     def feed(self, text: str) -> Delta:
+        """The reasoning `text` completes, and the text after the thinking it hands on.
+
+        A long text (a one-shot output) is fed in pieces (up to just past each match of
+        the thinking's close delimiter, or its start if there is none), the last piece
+        being all that follows once the thinking has ended: that is handed on as it is,
+        not parsed twice (here and in the tool half). The result is what feeding those
+        pieces one by one gives, which is what feeding `text` gives (any chunking of the
+        output hands on the same: tests/test_serving.py) as long as the thinking cannot
+        open again after it ended: so only when the output has at most one match of the
+        thinking's open delimiter, and none if the prompt opened the thinking.
+        """
+        if self.ended or len(text) <= self.PIECE or self._may_reopen(text):
+            return self._feed(text)
+        delta = Delta()
+        start = 0
+        while start < len(text):
+            if self.ended or self.close is None:
+                stop = len(text)
+            else:  # on to just past the next match of the thinking's close delimiter
+                found = self.close.search(text, start)
+                if found is not None:
+                    stop = found.end() + self.PIECE
+                else:  # an output that starts with another region ends it in its start
+                    stop = self.PIECE if start == 0 else len(text)
+            step = self._feed(text[start:stop])
+            delta.reasoning += step.reasoning
+            delta.content += step.content
+            start = stop
+        return delta
+
+    def _may_reopen(self, text: str) -> bool:
+        """Whether the thinking may open in the output after it ended (repeated thinking,
+        a known limit where the stream and one shot differ: the one shot stays as it is)."""
+        if self.open is None:
+            return True  # a thinking region with no open delimiter: no telling
+        output = self.text + text
+        first = self.open.search(output)
+        if first is None:
+            return False
+        return self.prompt_opened or self.open.search(output, first.end()) is not None
+
+    def _feed(self, text: str) -> Delta:
         self.text += text
         if self.ended:
             return self._rest()
@@ -316,7 +501,7 @@ class ReasoningStream:
         return delta
 
     def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
-        delta = Delta().add_chunks(self.adapter.convert(events))
+        delta = Delta().add_deltas(self.adapter.deltas(events))
         return Delta(reasoning=delta.reasoning)
 
     def _rest(self, whole: bool = False) -> Delta:

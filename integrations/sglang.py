@@ -26,6 +26,7 @@ template that keeps them), as for SGLang's own detectors of special-token format
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import regex
@@ -35,14 +36,15 @@ from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector, ReasoningParser
 from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
 
-from integrations.openai import template_of
 from integrations.serving import (
     THINKING,
     Delta,
     ReasoningStream,
     ResponseStream,
     catalog_names,
+    parse_whole,
     parser_for,
+    shape_of,
     without_thinking,
 )
 
@@ -59,6 +61,19 @@ def _first_literal(spec: dict[str, Any], kind: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _no_id(index: int) -> str:
+    """A call's id: SGLang's `ToolCallItem` has none (its server makes the ids), so the
+    random ids integrations.serving would make are not needed."""
+    return ""
+
+
+def _anchor(template: dict[str, Any]) -> str:
+    """The template's (first) literal start anchor, "" without one."""
+    anchor = template.get("start_anchor") or ""
+    anchor = anchor[0] if isinstance(anchor, list) and anchor else anchor
+    return anchor if isinstance(anchor, str) else ""
+
+
 def _opener(spec: dict[str, Any]) -> regex.Pattern[str] | None:
     pattern = spec.get("open_pattern")
     if isinstance(pattern, str):
@@ -68,6 +83,31 @@ def _opener(spec: dict[str, Any]) -> regex.Pattern[str] | None:
     return regex.compile("|".join(map(regex.escape, literals))) if literals else None
 
 
+@dataclass(frozen=True)
+class _ToolSetup:
+    """A tool detector class's parser and delimiters (the same for all its requests)."""
+
+    parser: type[Any]
+    opener: regex.Pattern[str] | None
+    bot_token: str
+    eot_token: str
+
+
+@dataclass(frozen=True)
+class _ReasoningSetup:
+    """A reasoning detector class's parser, thinking delimiters and start anchor."""
+
+    parser: type[Any]
+    think_start: str
+    think_end: str
+    anchor: str
+
+
+# Keyed by the detector class: `register` makes one per name and template source.
+_TOOL_SETUPS: dict[type[Any], _ToolSetup] = {}
+_REASONING_SETUPS: dict[type[Any], _ReasoningSetup] = {}
+
+
 class RtcDetector(BaseFormatDetector):
     """Normal text and tool calls, by one compiled parser per response (see the module doc)."""
 
@@ -75,11 +115,17 @@ class RtcDetector(BaseFormatDetector):
 
     def __init__(self, tokenizer: Any = None) -> None:
         super().__init__()
-        self.parser = without_thinking(parser_for(self.source))
-        spec = template_of(self.parser).get("fields", {}).get(TOOL_CALLS) or {}
-        self.opener = _opener(spec)
-        self.bot_token = _first_literal(spec, "open")
-        self.eot_token = _first_literal(spec, "close")
+        setup = _TOOL_SETUPS.get(type(self))
+        if setup is None:  # once per registered name: SGLang makes a detector per request
+            parser = without_thinking(parser_for(self.source))
+            spec = shape_of(parser).template.get("fields", {}).get(TOOL_CALLS) or {}
+            setup = _TOOL_SETUPS[type(self)] = _ToolSetup(
+                parser, _opener(spec), _first_literal(spec, "open"), _first_literal(spec, "close")
+            )
+        self.parser = setup.parser
+        self.opener = setup.opener
+        self.bot_token = setup.bot_token
+        self.eot_token = setup.eot_token
         self.stream: ResponseStream | None = None
 
     @classmethod
@@ -100,16 +146,7 @@ class RtcDetector(BaseFormatDetector):
         raise NotImplementedError("rtc detectors give no structural tag: formats vary")
 
     def detect_and_parse(self, text: str, tools: list[Any]) -> StreamingParseResult:
-        stream = ResponseStream(self.parser, tools=tools or None, whole=True)
-        delta = stream.feed(text)
-        end = stream.finish()
-        delta.content += end.content
-        for part in end.calls:
-            same = [call for call in delta.calls if call.index == part.index]
-            if same:
-                same[0].arguments += part.arguments
-            else:
-                delta.calls.append(part)
+        delta = parse_whole(self.parser, text, tools=tools or None, call_id=_no_id)
         return StreamingParseResult(
             normal_text=delta.content,
             calls=[
@@ -120,7 +157,7 @@ class RtcDetector(BaseFormatDetector):
 
     def parse_streaming_increment(self, new_text: str, tools: list[Any]) -> StreamingParseResult:
         if self.stream is None:
-            self.stream = ResponseStream(self.parser, tools=tools)
+            self.stream = ResponseStream(self.parser, tools=tools, call_id=_no_id)
         return self._result(self.stream.feed(new_text))
 
     def finish(self, tools: list[Any]) -> StreamingParseResult:
@@ -157,24 +194,28 @@ class RtcReasoningDetector(BaseReasoningFormatDetector):
     def __init__(
         self, stream_reasoning: bool = True, force_reasoning: bool = False, **_: Any
     ) -> None:
-        self.parser = parser_for(self.source)
-        template = template_of(self.parser)
-        spec = template.get("fields", {}).get(THINKING) or {}
+        setup = _REASONING_SETUPS.get(type(self))
+        if setup is None:  # once per registered name: SGLang makes a detector per request
+            parser = parser_for(self.source)
+            template = shape_of(parser).template
+            spec = template.get("fields", {}).get(THINKING) or {}
+            setup = _REASONING_SETUPS[type(self)] = _ReasoningSetup(
+                parser,
+                _first_literal(spec, "open"),
+                _first_literal(spec, "close"),
+                _anchor(template),
+            )
+        self.parser = setup.parser
         super().__init__(
-            _first_literal(spec, "open"),
-            _first_literal(spec, "close"),
+            setup.think_start,
+            setup.think_end,
             force_reasoning=force_reasoning,
             stream_reasoning=stream_reasoning,
         )
-        self.prefix = self._opened_prefix(template) if force_reasoning else ""
+        # A prompt that ends inside the thinking: the start anchor and the thinking opener.
+        self.prefix = setup.anchor + self.think_start_token if force_reasoning else ""
         self.stream: ReasoningStream | None = None
         self.held = ""  # reasoning kept for one piece when not streaming it
-
-    def _opened_prefix(self, template: dict[str, Any]) -> str:
-        """A prompt that ends inside the thinking: the start anchor and the thinking opener."""
-        anchor = template.get("start_anchor") or ""
-        anchor = anchor[0] if isinstance(anchor, list) and anchor else anchor
-        return (anchor if isinstance(anchor, str) else "") + self.think_start_token
 
     def detect_and_parse(self, text: str) -> ReasoningResult:
         stream = ReasoningStream(self.parser, self.prefix)

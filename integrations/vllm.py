@@ -53,6 +53,7 @@ if __name__ == "vllm":  # --tool-parser-plugin path/to/integrations/vllm.py
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from vllm.entrypoints.generate.base.protocol import (
@@ -73,7 +74,9 @@ from integrations.serving import (
     ReasoningStream,
     ResponseStream,
     catalog_names,
+    parse_whole,
     parser_for,
+    shape_of,
     split_reasoning,
     without_thinking,
 )
@@ -114,8 +117,23 @@ def _call_id(index: int) -> str:
     return call_id
 
 
+_RESOLVED: dict[Any, type[Any]] = {}
+
+
 def _parser(source: Any, tokenizer: Any) -> type[Any]:
-    return parser_for(_tokenizer_template(tokenizer) if source is None else source)
+    """The Parser class of a registered source; None: the tokenizer's template.
+
+    A catalog name or path is resolved once (vLLM makes parsers per request); a template
+    dict or the tokenizer's is resolved by its hash, which `parser_for` caches.
+    """
+    if source is None:
+        return parser_for(_tokenizer_template(tokenizer))
+    if not isinstance(source, (str, Path)):
+        return parser_for(source)
+    parser = _RESOLVED.get(source)
+    if parser is None:
+        parser = _RESOLVED[source] = parser_for(source)
+    return parser
 
 
 def _delta_message(delta: Delta) -> DeltaMessage | None:
@@ -155,15 +173,7 @@ class RtcToolParser(ToolParser):
         return request
 
     def extract_tool_calls(self, model_output: str, request: Any) -> Any:
-        stream = ResponseStream(
-            self.parser, tools=self._tools(request), call_id=_call_id, whole=True
-        )
-        delta = stream.feed(model_output)
-        last = stream.finish()
-        delta.content += last.content
-        delta.reasoning += last.reasoning
-        for part in last.calls:
-            self._merge(delta, part)
+        delta = parse_whole(self.parser, model_output, tools=self._tools(request), call_id=_call_id)
         calls = [
             ToolCall(
                 id=call.id, function=FunctionCall(name=call.name or "", arguments=call.arguments)
@@ -248,9 +258,7 @@ class RtcReasoningParser(ReasoningParser):
         return self._literal("close")
 
     def _literal(self, kind: str) -> str | None:
-        from integrations.openai import template_of
-
-        spec = template_of(self.parser).get("fields", {}).get(THINKING) or {}
+        spec = shape_of(self.parser).template.get("fields", {}).get(THINKING) or {}
         value = spec.get(kind)
         value = value[0] if isinstance(value, list) and value else value
         return value if isinstance(value, str) else None

@@ -206,7 +206,7 @@ def test_the_literal_alternation_tries_longer_literals_first() -> None:
 
 @given(
     literals=st.lists(st.text("<|/ab", min_size=2, max_size=6), min_size=1, max_size=4),
-    text=st.text("<|/ab x", max_size=12),
+    text=st.text("<|/ab x", max_size=40),  # both sides of ONE_SEARCH_SPAN
     small=st.booleans(),
 )
 def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(

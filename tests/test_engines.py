@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 
 import integrations.vllm
 from integrations.openai import template_of
-from integrations.serving import catalog_names, parser_for
+from integrations.serving import catalog_names, parser_for, without_thinking
 
 CASES = [case for entry in COUNTERPARTS for case in cases(entry)]
 # Every catalog entry: our pair through vLLM's serving layer, whatever the peers support.
@@ -289,3 +289,197 @@ print("rtc-qwen3_coder" in _tool_call_parser_choices(), "rtc-kimi_k2" in _reason
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["True", "True"]
+
+
+# -- what the plugins keep per class, and what stays per request -----------------------------
+
+WEATHER_OUTPUT = (
+    "<think>\nTwo calls.\n</think>\n\nChecking.\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": "3"}}\n'
+    "</tool_call>\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome", "days": "5"}}\n'
+    "</tool_call>\n"
+)
+
+
+def weather_tools(days_type: str) -> list[dict[str, Any]]:
+    properties = {"city": {"type": "string"}, "days": {"type": days_type}}
+    parameters = {"type": "object", "properties": properties}
+    return [{"type": "function", "function": {"name": "get_weather", "parameters": parameters}}]
+
+
+def weather_days(result: dict[str, Any]) -> list[Any]:
+    return [arguments.get("days") for _, arguments in result["tool_calls"]]
+
+
+def vllm_weather(cls: Any, days_type: str, chunk: int | None) -> Any:
+    """A request with its own tools, one shot (chunk None) or streamed in `chunk`-character
+    pieces: a generator, so that several requests can be stepped in turn."""
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+
+    request = ChatCompletionRequest(
+        model="m",
+        messages=[{"role": "user", "content": "x"}],
+        tools=weather_tools(days_type),
+        tool_choice="auto",
+        skip_special_tokens=False,
+    )
+    parser = cls(tokenizer_of(Case("hermes", "w", "", WEATHER_OUTPUT)), request.tools)
+    request = parser.adjust_request(request)
+    if chunk is None:
+        parser.set_prompt_token_ids([])
+        reasoning, content, calls = parser.parse(WEATHER_OUTPUT, request, enable_auto_tools=True)
+        yield normal(reasoning, content, [(call.name, call.arguments) for call in calls or ()])
+        return
+    pieces = [WEATHER_OUTPUT[at : at + chunk] for at in range(0, len(WEATHER_OUTPUT), chunk)]
+    deltas = []
+    for number, piece in enumerate(pieces):
+        delta = parser.parse_delta(piece, [], request, [], finished=number == len(pieces) - 1)
+        if delta is not None:
+            deltas.append(delta)
+        yield None
+    yield merge_vllm(deltas)
+
+
+def step_all(runs: list[Any]) -> list[Any]:
+    """Step interleaved requests in turn until each has its result."""
+    results: list[Any] = [None] * len(runs)
+    while any(result is None for result in results):
+        for index, run in enumerate(runs):
+            if results[index] is None:
+                results[index] = next(run)
+    return results
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 4, 7])
+def test_vllm_requests_of_one_parser_class_keep_their_own_tools(chunk: int | None) -> None:
+    """The parser classes and templates are resolved once per name; the tools are each
+    request's: interleaved requests with different schemas cast `days` each their way."""
+    cls = ours("hermes")
+    typed, untyped, typed_again = step_all(
+        [vllm_weather(cls, kind, chunk) for kind in ("integer", "string", "integer")]
+    )
+    assert weather_days(typed) == weather_days(typed_again) == [3, 5]
+    assert weather_days(untyped) == ["3", "5"]
+    assert typed["reasoning"] == untyped["reasoning"] == "Two calls."
+
+
+def test_vllm_concurrent_requests_give_what_each_gives_alone() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    cls = ours("hermes")
+    jobs = [(kind, chunk) for kind in ("integer", "string") for chunk in (None, 3, 5)] * 4
+    alone = {job: step_all([vllm_weather(cls, *job)])[0] for job in set(jobs)}
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda job: step_all([vllm_weather(cls, *job)])[0], jobs))
+    assert together == [alone[job] for job in jobs]
+
+
+def sglang_weather(days_type: str, chunk: int | None) -> Any:
+    """As vllm_weather, through SGLang's ReasoningParser and FunctionCallParser."""
+    from sglang.srt.entrypoints.openai.protocol import Tool
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    tools = [Tool.model_validate(tool) for tool in weather_tools(days_type)]
+    thinker = ReasoningParser("rtc-hermes", stream_reasoning=chunk is not None)
+    caller = FunctionCallParser(tools, "rtc-hermes")
+    if chunk is None:
+        thinking, text = thinker.parse_non_stream(WEATHER_OUTPUT)
+        found: list[Any] = []
+        if caller.has_tool_call(text):
+            text, found = caller.parse_non_stream(text)
+        yield normal(thinking, text, [(call.name, call.parameters) for call in found])
+        return
+    thinking, content = "", ""
+    calls: dict[int, list[Any]] = {}
+
+    def tool_step(normal_text: str, items: list[Any]) -> None:
+        nonlocal content
+        content += normal_text
+        for item in items:
+            entry = calls.setdefault(item.tool_index, [None, ""])
+            entry[0] = entry[0] or item.name
+            entry[1] += item.parameters or ""
+
+    for at in range(0, len(WEATHER_OUTPUT), chunk):
+        reasoning_text, text = thinker.parse_stream_chunk(WEATHER_OUTPUT[at : at + chunk])
+        thinking += reasoning_text or ""
+        tool_step(*caller.parse_stream_chunk(text or ""))
+        yield None
+    reasoning_text, text = thinker.parse_stream_end()
+    thinking += reasoning_text or ""
+    tool_step(*caller.parse_stream_chunk(text or ""))
+    tool_step(*caller.parse_stream_end())
+    yield normal(thinking, content, [tuple(calls[index]) for index in sorted(calls)])
+
+
+@needs_sglang
+@pytest.mark.parametrize("chunk", [None, 1, 4, 7])
+def test_sglang_requests_of_one_detector_class_keep_their_own_tools(chunk: int | None) -> None:
+    typed, untyped, typed_again = step_all(
+        [sglang_weather(kind, chunk) for kind in ("integer", "string", "integer")]
+    )
+    assert weather_days(typed) == weather_days(typed_again) == [3, 5]
+    assert weather_days(untyped) == ["3", "5"]
+    assert typed["reasoning"] == untyped["reasoning"] == "Two calls."
+
+
+@needs_sglang
+def test_sglang_concurrent_requests_give_what_each_gives_alone() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [(kind, chunk) for kind in ("integer", "string") for chunk in (None, 3, 5)] * 4
+    alone = {job: step_all([sglang_weather(*job)])[0] for job in set(jobs)}
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda job: step_all([sglang_weather(*job)])[0], jobs))
+    assert together == [alone[job] for job in jobs]
+
+
+@needs_sglang
+def test_each_registered_name_keeps_its_own_template() -> None:
+    """Detector set-up is kept per detector class, and `register` makes a class per name and
+    source: two templates registered under two names, or one name registered again with
+    another template, never share it."""
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+    from sglang.srt.parser.reasoning_parser import ReasoningParser
+
+    import integrations.sglang as plugin
+
+    plugin.register("hermes", "rtc-test-a")
+    plugin.register("qwen3_coder", "rtc-test-b")
+    first = FunctionCallParser([], "rtc-test-a").detector
+    second = FunctionCallParser([], "rtc-test-b").detector
+    assert first.parser is without_thinking(parser_for("hermes"))
+    assert second.parser is without_thinking(parser_for("qwen3_coder"))
+    assert first.has_tool_call('<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>')
+    assert second.has_tool_call("<function=f>") and not first.has_tool_call("<function=f>")
+    plugin.register("mistral", "rtc-test-a")  # the same name, another template
+    again = FunctionCallParser([], "rtc-test-a").detector
+    assert again.parser is without_thinking(parser_for("mistral"))
+    assert FunctionCallParser([], "rtc-test-b").detector.parser is second.parser
+    assert ReasoningParser("rtc-test-a").detector.parser is parser_for("mistral")
+    assert ReasoningParser("rtc-test-b").detector.parser is parser_for("qwen3_coder")
+
+
+def test_engine_tools_give_the_parser_what_their_model_dump_gives() -> None:
+    """tool_dicts reads an engine tool's function name and parameters instead of dumping the
+    model: the parser's tool schemas are the same, for every entry's tools, vLLM's and
+    SGLang's tool classes."""
+    from integrations.serving import tool_dicts
+    from runtime.tools import tool_parameters
+
+    kinds = [lambda case: vllm_request(case).tools or []]
+    if sglang_available():
+        from engine_drivers import sglang_tools
+
+        kinds.append(sglang_tools)
+    checked = 0
+    for entry in COUNTERPARTS:
+        case = Case(entry, "tools", "", "")
+        for kind in kinds:
+            tools = kind(case)
+            dumped = [tool.model_dump(exclude_none=True) for tool in tools]
+            assert tool_parameters(tool_dicts(tools) or []) == tool_parameters(dumped)
+            checked += bool(tools)
+    assert checked >= len(COUNTERPARTS)

@@ -16,7 +16,7 @@ import pytest
 import regex
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from fixtures import load_fixtures
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import chunkings, fragments_for
 
@@ -1208,3 +1208,66 @@ def test_a_number_is_sent_once_complete(number: str) -> None:
             assert final.startswith(sent), (sent, final)
     sent += "".join(p["function"]["arguments"] for p in call_parts(stream.finish()))
     assert sent == final
+
+
+def _certain_end_by_whole_lists(pattern: Any, body: str, start: int) -> tuple[int, list[Any]]:
+    """The settling check as first written: every match of each probed text, compared."""
+
+    def matches(text: str) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+        return [(match.span(), match.groupdict()) for match in pattern.finditer(text, start)]
+
+    settled = matches(body)
+    for probe in ("\uffff", "<", "\n", " "):
+        count = 0
+        for mine, theirs in zip(settled, matches(body + probe), strict=False):
+            if mine != theirs:
+                break
+            count += 1
+        settled = settled[:count]
+    end, keys = start, []
+    for (_, stop), groups in settled:
+        if stop > len(body):
+            break
+        end = stop
+        keys.append(groups.get("key"))
+    return end, keys
+
+
+XML_TAG_PATTERNS = sorted(
+    {
+        plan.tag_pattern.pattern
+        for name in entry_names()
+        if (plan := plan_for(load_entry(name).data["response_template"])) is not None
+        and plan.kind == "xml"
+    }
+)
+
+
+@settings(max_examples=1000)
+@given(
+    pattern=st.sampled_from(XML_TAG_PATTERNS),
+    body=st.lists(
+        st.sampled_from(
+            [
+                *("<parameter=", "</parameter>", '<parameter name="', '">', "<", ">", "="),
+                *("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<arg_key:x>"),
+                *("\n", " ", "a", "city", "/", '"', ' type="string"', ' string="true"'),
+                *('<|open|>argument key="', "<|sep|>", "<|close|>argument"),
+                *('<steptml:parameter name="', "</steptml:parameter>"),
+                *('<｜DSML｜parameter name="', "</｜DSML｜parameter>"),
+            ]
+        ),
+        max_size=24,
+    ).map("".join),
+    start=st.integers(0, 8),
+)
+def test_the_settling_check_is_the_whole_list_comparison(
+    pattern: str, body: str, start: int
+) -> None:
+    """_certain_end compares each probe's matches lazily; it settles what comparing every
+    match of every probe settles, for the catalog's XML tag patterns on tag-like text."""
+    from integrations.call_arguments import _certain_end
+
+    compiled = regex.compile(pattern, regex.DOTALL)
+    start = min(start, len(body))
+    assert _certain_end(compiled, body, start) == _certain_end_by_whole_lists(compiled, body, start)

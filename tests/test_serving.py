@@ -3,7 +3,8 @@
 The reasoning half (the thinking, then the raw text after it) followed by the tool half
 (that text, parsed with the template less its thinking field) must give what the compiled
 parser alone gives for the whole output under the server policy, for every catalog entry's
-fixtures and any chunking; and importing the package imports no engine.
+fixtures and any chunking; the one-shot tool half (`parse_whole`) gives what the whole-call
+stream gives; and importing the package imports no engine.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from engine_cases import generated_message, known_limit, squash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import generated.smollm3
+from compiler import load_parser
 from integrations.serving import (
     Delta,
     ReasoningStream,
     ResponseStream,
     catalog_names,
+    parse_whole,
     parser_for,
+    shape_of,
     without_thinking,
 )
 
@@ -130,3 +135,112 @@ def test_a_call_cut_off_by_the_token_limit_is_content_in_the_tool_half() -> None
             else:
                 with pytest.raises(ValueError):
                     json.loads(arguments)
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": "integer"},
+                    "location": {"type": "string"},
+                    "unit": {"type": "string"},
+                },
+            },
+        },
+    }
+    for name in ("get_weather", "get_current_weather", "search")
+]
+
+
+def streamed_whole(parser: type[Any], text: str, tools: Any, ids: Any) -> Delta:
+    """The tool half as the one-shot paths ran it before parse_whole: a whole-call stream."""
+    stream = ResponseStream(parser, tools=tools, call_id=ids, whole=True)
+    total = Delta()
+    merge(total, stream.feed(text))
+    merge(total, stream.finish())
+    return total
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_the_one_shot_tool_half_is_the_whole_call_stream(data: st.DataObject) -> None:
+    """parse_whole converts the message instead of streaming: same content, reasoning, and
+    calls (index, id, name, arguments), for any fixture output, cut short or with a piece
+    cut out, with or without tools, for the tool half's parser and the full one."""
+    entry, _, _, output = data.draw(st.sampled_from(CASES), label="case")
+    start = data.draw(st.integers(0, len(output)), label="start")
+    end = data.draw(st.sampled_from([start, len(output)]), label="end")
+    text = data.draw(st.sampled_from([output, output[:start] + output[end:]]), label="text")
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    parser = data.draw(st.sampled_from([parser_for(entry), without_thinking(parser_for(entry))]))
+    ids = lambda index: f"id-{index}"  # noqa: E731
+    assert parse_whole(parser, text, tools=tools, call_id=ids) == streamed_whole(
+        parser, text, tools, ids
+    )
+
+
+def test_the_one_shot_tool_half_streams_where_the_message_differs() -> None:
+    # smollm3's content has no `repeats`: its message keeps the last region only, while the
+    # stream sends both; and a string default is in the message, never in the stream.
+    # parse_whole gives the stream's answer in both cases.
+    ids = lambda index: f"id-{index}"  # noqa: E731
+    parser = generated.smollm3.Parser
+    assert "content" in shape_of(parser).single
+    got = parse_whole(parser, "first<think>x</think>second", call_id=ids)
+    assert got.content == "firstsecond"
+    assert got == streamed_whole(parser, "first<think>x</think>second", None, ids)
+    template = {
+        "start_anchor": "<s>",
+        "fields": {"content": {"open": "<c>", "close": "</c>", "content": "text"}},
+        "defaults": {"content": "(none)"},
+    }
+    defaulted = load_parser(template)
+    assert shape_of(defaulted).text_defaults
+    for text in ("", "<c>hi</c>"):
+        assert parse_whole(defaulted, text, call_id=ids) == streamed_whole(
+            defaulted, text, None, ids
+        )
+    assert parse_whole(defaulted, "").content == ""
+
+
+def test_the_one_shot_tool_half_keeps_each_requests_tools() -> None:
+    # The same parser class, two requests: only the one whose tools type `days` casts it.
+    parser = without_thinking(parser_for("hermes"))
+    text = '<tool_call>\n{"name": "get_weather", "arguments": {"days": "3"}}\n</tool_call>'
+    typed = parse_whole(parser, text, tools=TOOLS)
+    untyped = parse_whole(parser, text)
+    assert json.loads(typed.calls[0].arguments) == {"days": 3}
+    assert json.loads(untyped.calls[0].arguments) == {"days": "3"}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_long_output_fed_whole_hands_on_what_one_parse_of_it_does(data: st.DataObject) -> None:
+    """ReasoningStream.feed of a long text parses it piece by piece and stops parsing where
+    the thinking ends: the same reasoning and handed-on text as one parse of all of it (a
+    stream whose pieces are never cut), in one feed or after a few small chunks."""
+    entry, _, prefix, output = data.draw(st.sampled_from(CASES), label="case")
+    repeat = data.draw(st.integers(1, 40), label="repeat")
+    thinking = shape_of(parser_for(entry)).template["fields"].get("thinking")
+    opener = thinking.get("open") if isinstance(thinking, dict) else None
+    if isinstance(opener, str) and opener in output:  # a long thinking: its text repeated
+        at = output.index(opener) + len(opener)
+        end = output.find("<", at)
+        end = len(output) if end < 0 else end
+        output = output[:at] + output[at:end] * repeat + output[end:]
+    else:
+        output = output * repeat
+    lead = data.draw(st.integers(0, 12), label="lead")  # streamed before the long text
+    results = []
+    for piece in (ReasoningStream.PIECE, len(output) + 1):
+        stream = ReasoningStream(parser_for(entry), prefix)
+        stream.PIECE = piece  # the second never cuts: one parse of the long text
+        steps = [stream.feed(output[:lead]), stream.feed(output[lead:]), stream.finish()]
+        reasoning = "".join(step.reasoning for step in steps)
+        results.append((reasoning, "".join(step.content for step in steps), stream.saw_thinking))
+    assert results[0] == results[1]
