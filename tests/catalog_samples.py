@@ -16,6 +16,12 @@ REGEX_SAMPLES: dict[str, list[str]] = {
         "<parameter=n>3</parameter>",
         "</function>\n",
     ],
+    "llama3_json": [
+        # A call right after a `}` of content: its open matches behind a look-behind, on
+        # a '{' (regex_profile._by_head).
+        'Sure: {"a": 1} {"name": "f", "parameters": {"x": 2}}',
+        'x};{"name": "g"}',
+    ],
     "gpt_oss": [
         "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
         "<|channel|>commentary to=functions.f<|message|>",

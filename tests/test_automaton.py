@@ -302,6 +302,22 @@ def test_a_pattern_outside_the_subset_is_read_by_its_head() -> None:
     assert profile(r"(?&v)(?P<v>a)") is UNKNOWN  # nothing before the first group
 
 
+def test_llama3_json_streams_a_call_after_a_brace_of_content() -> None:
+    """llama3_json's open is outside the analysable subset; read by its head, a match
+    starts on '<' (`<|python_tag|>`) or '{' (behind `}` and a look-behind): a '{' chunk of
+    content goes to the scan, which opens the call there, as one-shot parsing does."""
+    import generated.llama3_json
+
+    parser_cls = generated.llama3_json.Parser
+    output = 'Sure: {"a": 1} {"name": "f", "parameters": {"x": 2}}'
+    parser = parser_cls("")
+    for char in output:
+        parser.feed(char)
+    message, _ = parser.finalize()
+    assert message == parser_cls.parse(output, prefix="")
+    assert message["tool_calls"][0]["function"]["name"] == "f"
+
+
 def test_cheap_patterns_are_the_ones_with_few_one_character_repeats() -> None:
     """A pattern is cheap (searched over short texts without the time bound) only with at
     most three unbounded repeats, each of one character, and no look-behind or
