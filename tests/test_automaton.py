@@ -427,6 +427,59 @@ def test_partial_searches_find_the_original_patterns_match(
         assert (None if bounded is None else bounded[:3]) == expected_hit
 
 
+LED_PATTERNS = [
+    r"\s*<t>",
+    r"\s*(?:<a>\s*)?<b>\s*(?P<n>[^\s`<]+)\s*```",
+    r"(?:(?<=\n)|(?<=>))\s*<d>",  # a look-behind that accepts places inside the run
+    r"(?:(?<=\n)|(?<=>))\s*<d>x*y",  # and a text that may be followed by more
+    r"(?:\s*<a>|(?<=</b>)|(?<=/>))\s*<c=(?P<n>\w+)>",  # deepseek_v4's shape
+    r"[ \t]*<p1>",
+]
+
+
+@given(
+    pattern=st.sampled_from(LED_PATTERNS),
+    buf=st.text(" \n\t<>/tabcdp1=`xy", max_size=24),
+    data=st.data(),
+)
+def test_a_led_patterns_partial_search_tries_the_runs_before_its_texts(
+    pattern: str, buf: str, data: Any
+) -> None:
+    """On a long buffer, a pattern led by a run finds its partial match by trying each
+    place of the runs before its texts and at the end (RegexDelimiter._partial_led, here
+    called on short ones): the leftmost partial match of the pattern itself."""
+    known = profile(pattern)
+    assert known.led_by, pattern
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(
+        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by
+    )
+    pos = data.draw(st.integers(0, len(buf)))
+    if compiled.search(buf, pos) is not None:
+        return  # partial searches only run when no complete match is left
+    expected = compiled.search(buf, pos, partial=True)
+    found = delimiter._partial_led(buf, pos)
+    assert (None if found is None else found[:3]) == (
+        None if expected is None else (*expected.span(), True)
+    )
+
+
+def test_a_led_partial_match_may_start_inside_the_run() -> None:
+    """A look-behind in front of the run may refuse the run's first place and accept a
+    later one (`(?<=\n)` after a space): every place of the run is tried."""
+    pattern = r"(?:(?<=\n)|(?<=>))\s*<d>x*y"
+    known = profile(pattern)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(
+        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by
+    )
+    for buf in ("a \n <d>x", "a\n <d>x", "a \n <d", "<d>q \n "):
+        expected = compiled.search(buf, 0, partial=True)
+        assert expected is not None and expected.start() > buf.index("\n") - 1
+        found = delimiter._partial_led(buf, 0)
+        assert found is not None and found[:3] == (*expected.span(), True), buf
+
+
 def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
     """A 2000-character literal has ~2M characters of prefixes: the state checks pieces with
     startswith instead of a regex over them (which took 3 s to compile)."""
