@@ -496,19 +496,12 @@ class RegexDelimiter:
                 return limit if start > limit else self._partial_narrowed(buf, start, narrowing)
         if limit - pos >= ATTEMPTS or len(buf) - pos <= SPLIT_AFTER:
             return self._partial_search(buf, pos)
-        attempts = self.attempts
         size = len(buf)
         for start in range(pos, min(limit, size) + 1):
             if start == size:
                 match = self._partial_at_end(buf)
                 return limit if match is None else (size, size, True, match)
-            timeout = errors.regex_timeout(size - start)
-            try:
-                match = attempts.match(buf, start, partial=True, timeout=timeout, concurrent=True)
-            except TimeoutError:
-                match = errors.search_bounded(
-                    _attempt_at(attempts, buf, start), self._where(), size - start
-                )
+            match = self._attempt(buf, start)
             if match is not None:
                 return start, match.end(), True, match
         return limit
@@ -578,31 +571,37 @@ class RegexDelimiter:
         many attempts, the rest is searched as any other pattern is.
         """
         size = len(buf)
-        attempts = self.attempts
         stop = min(size, start + narrowing.width + ATTEMPTS)
         for at in range(start, stop + 1):
             if at == size:
                 match = self._partial_at_end(buf)
                 return None if match is None else (size, size, True, match)
-            timeout = errors.regex_timeout(size - at)
-            try:
-                match = attempts.match(buf, at, partial=True, timeout=timeout, concurrent=True)
-            except TimeoutError:
-                match = errors.search_bounded(
-                    _attempt_at(attempts, buf, at), self._where(), size - at
-                )
-            # Confirmed by the pattern itself (one more pass along the run): with a lazy
-            # repeat, `regex` reports partial matches of `attempts` that are none.
+            match = self._attempt(buf, at)
             if match is not None:
-                try:
-                    match = self.pattern.match(buf, at, partial=True, timeout=timeout)
-                except TimeoutError:
-                    match = errors.search_bounded(
-                        _attempt_at(self.pattern, buf, at), self._where(), size - at
-                    )
-                if match is not None:
-                    return at, match.end(), True, match
+                return at, match.end(), True, match
         return self._partial_search(buf, stop + 1, narrowed=True)
+
+    def _attempt(self, buf: str, start: int) -> Any:
+        """The partial match of the pattern at `start`, or None: one attempt of `attempts`,
+        confirmed by the pattern itself (one more pass along the run: with a lazy repeat,
+        `regex` reports partial matches of `attempts` that are none), under the time bound."""
+        size = len(buf)
+        timeout = errors.regex_timeout(size - start)
+        attempts = self.attempts
+        try:
+            match = attempts.match(buf, start, partial=True, timeout=timeout, concurrent=True)
+        except TimeoutError:
+            match = errors.search_bounded(
+                _attempt_at(attempts, buf, start), self._where(), size - start
+            )
+        if match is None or attempts is self.pattern:
+            return match
+        try:
+            return self.pattern.match(buf, start, partial=True, timeout=timeout)
+        except TimeoutError:
+            return errors.search_bounded(
+                _attempt_at(self.pattern, buf, start), self._where(), size - start
+            )
 
     def _partial_led(self, buf: str, pos: int) -> Any:
         """_partial_search over a long buffer for a pattern led by a run, with no complete
@@ -640,21 +639,12 @@ class RegexDelimiter:
         places.append(range(tail.start(), size + 1))
         if sum(map(len, places)) > LED_ATTEMPTS:
             return _UNSEEN
-        attempts = self.attempts
         for place in places:
             for start in place:
                 if start == size:
                     match = self._partial_at_end(buf)
                     return None if match is None else (size, size, True, match)
-                timeout = errors.regex_timeout(size - start)
-                try:
-                    match = attempts.match(
-                        buf, start, partial=True, timeout=timeout, concurrent=True
-                    )
-                except TimeoutError:
-                    match = errors.search_bounded(
-                        _attempt_at(attempts, buf, start), self._where(), size - start
-                    )
+                match = self._attempt(buf, start)
                 if match is not None:
                     return start, match.end(), True, match
         return None

@@ -434,12 +434,13 @@ LED_PATTERNS = [
     r"(?:(?<=\n)|(?<=>))\s*<d>x*y",  # and a text that may be followed by more
     r"(?:\s*<a>|(?<=</b>)|(?<=/>))\s*<c=(?P<n>\w+)>",  # deepseek_v4's shape
     r"[ \t]*<p1>",
+    r"\s*<a>[ab]*?<k>",  # a lazy repeat after the text
 ]
 
 
 @given(
     pattern=st.sampled_from(LED_PATTERNS),
-    buf=st.text(" \n\t<>/tabcdp1=`xy", max_size=24),
+    buf=st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
     data=st.data(),
 )
 def test_a_led_patterns_partial_search_tries_the_runs_before_its_texts(
