@@ -41,7 +41,7 @@ WAIT_AFTER = 256
 SKIP_AFTER = 256
 
 # finalize() stores this in `_pending`: every fast path sends a chunk to the slow path while
-# `_pending` is set (and `_feed_run` only keeps held text that is all whitespace), so any
+# `_pending` is set (and `_feed_run` only keeps held text of spaces and newlines), so any
 # later feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
 
@@ -130,16 +130,16 @@ class Scanner:
         (`StatePlan.holds_space_runs`), for a chunk in which no start text occurs or begins
         at its end, that follows held-back text or ends in whitespace.
 
-        No start text begins with whitespace, so held-back text that is all whitespace is
-        a run that may lead a match (or text an interrupted scan left, which no start text
+        No start text begins with whitespace, so held-back text of spaces and newlines is a
+        run that may lead a match (or text an interrupted scan left, which no start text
         can begin in either), and what a scan holds back of it plus the chunk is the run
         at their end: the rest goes to the region. Anything else goes to the scan: other
         held-back text, a run ending in whitespace other than space and newline (to
-        `str.isspace` some characters are whitespace that `\s` does not match), and a run
-        long enough to wait on.
+        `str.isspace` some characters are whitespace that `\s` does not match, which a
+        scan would route), and a run long enough to wait on.
         """
         held = self._pending
-        if held and (self._waiting is not None or not held.isspace()):
+        if held and (self._waiting is not None or held.strip(" \n")):
             return self._scan_feed(text)
         kept = text.rstrip(" \n")
         if kept and kept[-1].isspace():
