@@ -1054,3 +1054,28 @@ class State:
             if start != -1 and start < hold:
                 hold = start
         return hold
+
+    def holder(self, buf: str, pos: int, memo: Memo) -> RegexDelimiter | None:
+        """The watched pattern whose pending match held back the rest of `buf` from `pos`,
+        as the scan step that ended there found it (in `memo`), or None. The scanner asks
+        `holds` of it when the next chunk arrives (Scanner._still_held). A literal's piece
+        needs no such help: the fast paths' quick route holds it without a scan."""
+        for delim in self.patterns:
+            hit = memo.get(delim)
+            if hit.__class__ is tuple and hit[0] == pos and hit[2]:
+                return delim
+        return None
+
+    def holds(self, delim: RegexDelimiter, buf: str, pos: int) -> bool:
+        """Whether a scan step from `pos` holds back all of `buf` from there because `delim`,
+        a watched pattern, has a pending match starting there.
+
+        The step's held-back text starts at the earliest pending match, and nothing is
+        committed from there on (docs/design.md, "One scan step"), so the other delimiters
+        need not be searched: only `delim`, as the step searches it. Asked only of a rest
+        that such a search covers without the time bound (`short_span`).
+        """
+        if len(buf) - pos > delim.short_span:
+            return False
+        hit = delim.search(buf, pos, False, len(buf))
+        return hit is not None and hit[0] == pos and hit[2]

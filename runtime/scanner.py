@@ -77,6 +77,9 @@ class Scanner:
         self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._truncated = False  # finalize(truncated=True): the output was cut off
+        # (state, delimiter) when the last scan held text back for that delimiter's pending
+        # match (State.holder): the next chunk first asks whether it still does.
+        self._held_by: tuple[State, Any] | None = None
         # Whether the last scan loop ran to its end: a scan of the same text (an empty
         # chunk) would then decide nothing new. Not after the progress rule stopped it, or
         # an error cut it short: the reference's next scan goes on from there.
@@ -102,6 +105,9 @@ class Scanner:
         if self._waiting is not None and not self._wake(text):
             self._fed += len(text)
             return []
+        held_by = self._held_by
+        if held_by is not None and held_by[0] is self._state and self._still_held(held_by[1], text):
+            return []
         state = self._state
         if state.starts is not None and text and not (state.start_only and self._at_origin()):
             # Two outcomes of a scan step need no scan: nothing in the text can start a
@@ -124,6 +130,29 @@ class Scanner:
         events: list[Event] = []
         self._run(text, events, eos=False)
         return events
+
+    def _still_held(self, delim: Any, text: str) -> bool:
+        """Hold `text` too, and say so, when a scan of the held-back text plus `text` would
+        hold back all of it: `delim` still has a pending match where the held-back text
+        starts (State.holds). A delimiter spanning several chunks (`<tool_call>` then a
+        function name, in 4-character chunks) then costs one search per chunk, not a scan
+        step. Only for a short hold after a scan that ran to its end, and a bounded left
+        context (the buffer is built as `_scan` builds it)."""
+        pending = self._pending
+        if (
+            not text
+            or not pending
+            or not self._settled
+            or self.CONTEXT is None
+            or len(pending) + len(text) >= self.WAIT_AFTER
+        ):
+            return False
+        context = self._context
+        if not self._state.holds(delim, context + pending + text, len(context)):
+            return False
+        self._pending = pending + text
+        self._fed += len(text)
+        return True
 
     def _feed_run(self, text: str) -> list[Event]:
         r"""The fast path's rest, in a state whose patterns are led by a run of `\s`
@@ -323,6 +352,8 @@ class Scanner:
             if hold > pos:
                 self._accumulate(events, buf[pos:hold])
                 self._pos = hold
+            holder = state.holder(buf, hold, memo) if hold < size else None
+            self._held_by = None if holder is None else (state, holder)
             self._settled = True
             return
 

@@ -156,6 +156,42 @@ def test_generated_scan_steps_match_the_reference_rule(template: dict[str, Any])
                         assert hold == expected_hold, f"{state} buf={buf!r} pos={pos}"
 
 
+@given(template=scan_templates())
+@settings(deadline=None)
+def test_a_pattern_that_holds_the_rest_makes_the_step_hold_it(template: dict[str, Any]) -> None:
+    """`State.holds` (the scanner's check of a chunk that arrives while a pattern's match is
+    held, Scanner._still_held) against the state's own scan step: when it says a pattern
+    holds the rest, the step commits nothing and holds all of it; and it says so for the
+    pattern `State.holder` names after a step that held the rest for its pending match
+    (unless the search of that rest needs the time bound)."""
+    parser = load_parser(template, name="held-rest")
+    states = [value for value in vars(parser).values() if isinstance(value, State)]
+    for state in states:
+        for buf in BUFFERS:
+            for pos in range(len(buf)):
+                memo: dict[Any, Any] = {}
+                step = state.scan(buf, pos, False, memo)
+                holder = state.holder(buf, pos, memo) if step == (None, pos) else None
+                if holder is not None and len(buf) - pos <= holder.short_span:
+                    assert state.holds(holder, buf, pos), f"{state} {holder} buf={buf!r}"
+                for delim in state.patterns:
+                    if state.holds(delim, buf, pos):
+                        assert step == (None, pos), f"{state} {delim} buf={buf!r} pos={pos}"
+
+
+def test_a_pattern_being_matched_holds_the_rest() -> None:
+    """The cases the property above is about do occur: a partial match, and a complete match
+    that may grow; text that ends them, or a match that starts later, does not hold."""
+    start = load_parser(
+        {"start_anchor": "\x00", "fields": {"g": {"open_pattern": "a+b<"}}}, name="held-rest"
+    ).START
+    (pattern,) = start.patterns
+    assert start.holds(pattern, "aab", 0) and start.scan("aab", 0, False, {}) == (None, 0)
+    assert start.holds(pattern, "aab<", 0) and start.scan("aab<", 0, False, {}) == (None, 0)
+    assert not start.holds(pattern, "aab<x", 0) and not start.holds(pattern, "abb", 0)
+    assert not start.holds(pattern, "xaab", 0) and start.holds(pattern, "xaab", 1)
+
+
 BUFFER_ALPHABET = "ab<>c|1 "
 
 
