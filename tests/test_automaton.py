@@ -501,6 +501,42 @@ def test_a_led_patterns_partial_search_tries_the_runs_before_its_texts(
     )
 
 
+@given(
+    pattern=st.sampled_from(LED_PATTERNS),
+    buf=st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
+    data=st.data(),
+)
+def test_a_led_patterns_short_search_starts_at_the_first_run_that_can_lead(
+    pattern: str, buf: str, data: Any
+) -> None:
+    """A short search of a pattern led by a run starts its partial search in the run
+    before its first text, or before the piece at the end (RegexDelimiter._partial_start):
+    the same answer as the pattern's own search from `pos`."""
+    known = profile(pattern)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(
+        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by, repeats=0
+    )
+    pos = data.draw(st.integers(0, len(buf)))
+    match = compiled.search(buf, pos) or compiled.search(buf, pos, partial=True)
+    expected = None if match is None else (*match.span(), match.end() == len(buf))
+    found = delimiter.search(buf, pos, False, len(buf))
+    assert (None if found is None else found[:3]) == expected
+
+
+def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
+    """A partial match that holds one of the pattern's texts whole starts in the run before
+    that text, not at the end of the buffer."""
+    pattern = LED_PATTERNS[1]
+    known = profile(pattern)
+    compiled = regex.compile(pattern, regex.DOTALL)
+    delimiter = RegexDelimiter(
+        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by, repeats=0
+    )
+    for buf, start in ((" <b> nam", 0), ("x <a> <b> n", 1), ("x<b> n <b>", 6)):
+        assert delimiter.search(buf, 0, False, len(buf))[:3] == (start, len(buf), True), buf
+
+
 def test_a_led_partial_match_may_start_inside_the_run() -> None:
     """A look-behind in front of the run may refuse the run's first place and accept a
     later one (`(?<=\n)` after a space): every place of the run is tried."""
