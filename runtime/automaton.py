@@ -713,8 +713,8 @@ class RegexDelimiter:
         assert self.run_back is not None
         piece = earliest_piece(buf, self.led_prefixes, pos)
         end = len(buf) if piece == -1 else piece
-        for text in self.led_prefixes:
-            found = buf.find(text, pos, end)
+        for text in self.led_prefixes:  # an occurrence that starts before `end`
+            found = buf.find(text, pos, end + len(text) - 1)
             if found != -1:
                 end = found
         run = self.run_back.match(buf, pos, end)  # `R*`: it matches, maybe empty

@@ -471,6 +471,7 @@ LED_PATTERNS = [
     r"(?:\s*<a>|(?<=</b>)|(?<=/>))\s*<c=(?P<n>\w+)>",  # deepseek_v4's shape
     r"[ \t]*<p1>",
     r"\s*<a>[ab]*?<k>",  # a lazy repeat after the text
+    r"\s*```\s*<e>",  # a text that ends with a piece of itself (deepseek_r1's close)
 ]
 
 
@@ -526,7 +527,7 @@ def test_a_led_patterns_short_search_starts_at_the_first_run_that_can_lead(
 
 def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
     """A partial match that holds one of the pattern's texts whole starts in the run before
-    that text, not at the end of the buffer."""
+    that text, not at the end of the buffer, also where the text ends in a piece of itself."""
     pattern = LED_PATTERNS[1]
     known = profile(pattern)
     compiled = regex.compile(pattern, regex.DOTALL)
@@ -535,6 +536,19 @@ def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
     )
     for buf, start in ((" <b> nam", 0), ("x <a> <b> n", 1), ("x<b> n <b>", 6)):
         assert delimiter.search(buf, 0, False, len(buf))[:3] == (start, len(buf), True), buf
+    # The text may end with a piece of itself: "```" ends with "``", the piece at the end.
+    pattern = LED_PATTERNS[-1]
+    known = profile(pattern)
+    delimiter = RegexDelimiter(
+        CLOSE,
+        "f",
+        regex.compile(pattern, regex.DOTALL),
+        rank=0,
+        prefix=known.led_prefixes,
+        led_by=known.led_by,
+        repeats=0,
+    )
+    assert delimiter.search("x\n```", 0, False, 5)[:3] == (1, 5, True)
 
 
 def test_a_led_partial_match_may_start_inside_the_run() -> None:
