@@ -412,9 +412,7 @@ class RegexDelimiter:
             # A pattern led by a run would try every place of every run from `pos` on (6 us
             # over 224 characters of a call's XML): a partial match starts at the earliest in
             # the run `_partial_start` finds (a start-only branch aside, at the stream's start).
-            start = pos
-            if self.run_back is not None and (pos or not self.start_only):
-                start = self._partial_start(buf, pos)
+            start = self._partial_start(buf, pos) if self._led_over(buf, pos) else pos
             match = self.pattern.search(buf, start, partial=True)
             if match is None:
                 return None
@@ -445,6 +443,12 @@ class RegexDelimiter:
                     start, end, match = found
                     return start, end, not eos and end == len(buf), match
                 return None if eos else self.partial(buf, pos, limit)
+        elif self._led_from(pos) and not any(
+            buf.find(text, pos) != -1 for text in self.led_prefixes
+        ):
+            # A match of a pattern led by a run holds one of its texts whole: none occurs,
+            # so none is complete (and the time-bound search is not needed to tell).
+            return None if eos else self._partial_search(buf, pos)
         try:
             match = pattern.search(buf, start_at, timeout=timeout, concurrent=True)
         except TimeoutError:
@@ -552,6 +556,8 @@ class RegexDelimiter:
         # The pattern itself over a short rest (its quadratic cost is then small, and its
         # cost per character lower); `attempts` over a long one.
         attempts = self.attempts if len(buf) - pos > SPLIT_AFTER else self.pattern
+        if self._led_over(buf, pos):
+            pos = self._partial_start(buf, pos)
         try:
             match = attempts.search(buf, pos, partial=True, timeout=timeout, concurrent=True)
         except TimeoutError:
@@ -704,6 +710,17 @@ class RegexDelimiter:
         run = self.run_back.match(text, 0, piece)  # `R*`: it matches, maybe empty
         start = piece if run is None else run.start()
         return -1 if start == size else start
+
+    def _led_from(self, pos: int) -> bool:
+        """Whether the pattern's matches from `pos` are a run and then one of its texts (led
+        by a run, and past the stream's first position if a branch may match only there)."""
+        return self.run_back is not None and bool(pos or not self.start_only)
+
+    def _led_over(self, buf: str, pos: int) -> bool:
+        """Whether a partial search from `pos` gains by starting at `_partial_start`: led by a
+        run, over more than LEAD_SPAN characters (below, the search costs less than finding
+        where to start it)."""
+        return len(buf) - pos > LEAD_SPAN and self._led_from(pos)
 
     def _partial_start(self, buf: str, pos: int) -> int:
         """For a pattern led by a run: where a partial match can start at the earliest, at

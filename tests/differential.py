@@ -153,8 +153,9 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     chunks into blocks every two (PARTS_PER_BLOCK, also read by the generated module of
     `parser_cls`), one probe before a literal search gives up on memchr, or goes on
     probing (PROBES, SPARSE), one partial search instead of single attempts (ATTEMPTS),
-    split regex searches on every buffer (SPLIT_AFTER), and every scan step first asking
-    where a match can start (SKIP_AFTER)."""
+    split regex searches on every buffer (SPLIT_AFTER), every partial search of a pattern
+    led by a run first asking where one can start (LEAD_SPAN), and every scan step first
+    asking where a match can start (SKIP_AFTER)."""
     generated = _module_globals(parser_cls)
     automaton = runtime.automaton
     saved = (
@@ -163,6 +164,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         generated.get("PARTS_PER_BLOCK"),
         (automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER),
         runtime.scanner.SKIP_AFTER,
+        automaton.LEAD_SPAN,
     )
     CompiledParser.WAIT_AFTER = 1
     runtime.regions.PARTS_PER_BLOCK = 2
@@ -170,6 +172,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         generated["PARTS_PER_BLOCK"] = 2
     automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = 1, 2, 1, 0
     runtime.scanner.SKIP_AFTER = -1
+    automaton.LEAD_SPAN = 0
     try:
         yield
     finally:
@@ -178,6 +181,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
             generated["PARTS_PER_BLOCK"] = saved[2]
         automaton.PROBES, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
         runtime.scanner.SKIP_AFTER = saved[4]
+        automaton.LEAD_SPAN = saved[5]
 
 
 def _module_globals(parser_cls: Any) -> dict[str, Any]:
