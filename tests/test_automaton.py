@@ -477,23 +477,47 @@ LED_PATTERNS = [
 ]
 
 
-@given(
-    pattern=st.sampled_from(LED_PATTERNS),
-    buf=st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
-    data=st.data(),
-)
+# A pattern, a buffer and (drawn from `data`) a position in it.
+LED_CASES = {
+    "pattern": st.sampled_from(LED_PATTERNS),
+    "buf": st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
+    "data": st.data(),
+}
+
+
+def led_delimiter(pattern: str, repeats: int | None = None) -> RegexDelimiter:
+    """A RegexDelimiter for a pattern led by a run, as the compiler declares one."""
+    known = profile(pattern)
+    assert known.led_by, pattern
+    compiled = regex.compile(pattern, regex.DOTALL)
+    return RegexDelimiter(
+        CLOSE,
+        "f",
+        compiled,
+        rank=0,
+        prefix=known.led_prefixes,
+        led_by=known.led_by,
+        repeats=repeats,
+    )
+
+
+@contextlib.contextmanager
+def lead_span(value: int) -> Iterator[None]:
+    """runtime.automaton.LEAD_SPAN set to `value` (0: as on a rest longer than it)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime.automaton, "LEAD_SPAN", value)
+        yield
+
+
+@given(**LED_CASES)
 def test_a_led_patterns_partial_search_tries_the_runs_before_its_texts(
     pattern: str, buf: str, data: Any
 ) -> None:
     """On a long buffer, a pattern led by a run finds its partial match by trying each
     place of the runs before its texts and at the end (RegexDelimiter._partial_led, here
     called on short ones): the leftmost partial match of the pattern itself."""
-    known = profile(pattern)
-    assert known.led_by, pattern
-    compiled = regex.compile(pattern, regex.DOTALL)
-    delimiter = RegexDelimiter(
-        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by
-    )
+    delimiter = led_delimiter(pattern)
+    compiled = delimiter.pattern
     pos = data.draw(st.integers(0, len(buf)))
     if compiled.search(buf, pos) is not None:
         return  # partial searches only run when no complete match is left
@@ -504,66 +528,32 @@ def test_a_led_patterns_partial_search_tries_the_runs_before_its_texts(
     )
 
 
-@given(
-    pattern=st.sampled_from(LED_PATTERNS),
-    buf=st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
-    data=st.data(),
-)
+@given(**LED_CASES)
 def test_a_led_patterns_short_search_starts_at_the_first_run_that_can_lead(
     pattern: str, buf: str, data: Any
 ) -> None:
     """A short search of a pattern led by a run starts its partial search in the run
     before its first text, or before the piece at the end (RegexDelimiter._partial_start):
     the same answer as the pattern's own search from `pos`."""
-    known = profile(pattern)
-    compiled = regex.compile(pattern, regex.DOTALL)
-    delimiter = RegexDelimiter(
-        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by, repeats=0
-    )
+    delimiter = led_delimiter(pattern, repeats=0)
+    compiled = delimiter.pattern
     pos = data.draw(st.integers(0, len(buf)))
     match = compiled.search(buf, pos) or compiled.search(buf, pos, partial=True)
     expected = None if match is None else (*match.span(), match.end() == len(buf))
-    with _lead_span(0):  # as on a rest longer than LEAD_SPAN
+    with lead_span(0):
         found = delimiter.search(buf, pos, False, len(buf))
     assert (None if found is None else found[:3]) == expected
-
-
-@contextlib.contextmanager
-def _lead_span(value: int) -> Iterator[None]:
-    saved = runtime.automaton.LEAD_SPAN
-    runtime.automaton.LEAD_SPAN = value
-    try:
-        yield
-    finally:
-        runtime.automaton.LEAD_SPAN = saved
 
 
 def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
     """A partial match that holds one of the pattern's texts whole starts in the run before
     that text, not at the end of the buffer, also where the text ends in a piece of itself."""
-    pattern = LED_PATTERNS[1]
-    known = profile(pattern)
-    compiled = regex.compile(pattern, regex.DOTALL)
-    delimiter = RegexDelimiter(
-        CLOSE, "f", compiled, rank=0, prefix=known.led_prefixes, led_by=known.led_by, repeats=0
-    )
-    with _lead_span(0):
+    delimiter = led_delimiter(LED_PATTERNS[1], repeats=0)
+    ends_in_piece = led_delimiter(LED_PATTERNS[-1], repeats=0)  # "```" ends in the piece "``"
+    with lead_span(0):
         for buf, start in ((" <b> nam", 0), ("x <a> <b> n", 1), ("x<b> n <b>", 6)):
             assert delimiter.search(buf, 0, False, len(buf))[:3] == (start, len(buf), True), buf
-    # The text may end with a piece of itself: "```" ends with "``", the piece at the end.
-    pattern = LED_PATTERNS[-1]
-    known = profile(pattern)
-    delimiter = RegexDelimiter(
-        CLOSE,
-        "f",
-        regex.compile(pattern, regex.DOTALL),
-        rank=0,
-        prefix=known.led_prefixes,
-        led_by=known.led_by,
-        repeats=0,
-    )
-    with _lead_span(0):
-        assert delimiter.search("x\n```", 0, False, 5)[:3] == (1, 5, True)
+        assert ends_in_piece.search("x\n```", 0, False, 5)[:3] == (1, 5, True)
 
 
 def test_a_led_partial_match_may_start_inside_the_run() -> None:
