@@ -93,8 +93,9 @@ class CompiledParser(Regions):
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
             # at the end of stream that delimiter has no match (no need to search for one).
-            if self._waiting[0].literal:
-                self._unmatched = self._waiting_on
+            run, _, delim = self._waiting
+            if run.literal:
+                self._unmatched = delim
             self._wake(None)
         events: list[Event] = []
         self._run("", events, eos=True)

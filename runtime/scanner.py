@@ -71,10 +71,9 @@ class Scanner:
         self._fed = 0  # characters received so far (fast paths count them too)
         self._base = 0  # offset of _buf[0]
         # While a held match can only change when a given text arrives (RegexDelimiter.waits):
-        # (the HeldRun, the held text's last characters) and the text since.
-        self._waiting: tuple[HeldRun, str] | None = None
+        # (the HeldRun, the held text's last characters, the delimiter) and the text since.
+        self._waiting: tuple[HeldRun, str, Any] | None = None
         self._waited: list[str] = []
-        self._waiting_on: Any = None  # the delimiter waited on
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._truncated = False  # finalize(truncated=True): the output was cut off
         # (state, delimiter) when the last scan held text back for that delimiter's pending
@@ -238,8 +237,7 @@ class Scanner:
         for delim in self._state.patterns:
             run = delim.waits(buf, hold)
             if run is not None:
-                self._waiting = (run, _last(buf, len(run.literal) - 1))
-                self._waiting_on = delim
+                self._waiting = (run, _last(buf, len(run.literal) - 1), delim)
                 return
 
     def _wake(self, text: str | None) -> bool:
@@ -249,11 +247,11 @@ class Scanner:
         if text is not None:
             if not text:
                 return False
-            run, recent = self._waiting
+            run, recent, delim = self._waiting
             if not run.wakes(text, recent):
                 self._waited.append(text)
                 if run.literal_in_run:
-                    self._waiting = (run, _last(recent + text, len(run.literal) - 1))
+                    self._waiting = (run, _last(recent + text, len(run.literal) - 1), delim)
                 return False
         waited = "".join(self._waited)
         self._pending += waited
