@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from . import errors
-from .automaton import OPEN, HeldRun, State
+from .automaton import OPEN, HeldRun, RegexDelimiter, State
 
 Event = dict[str, Any]
 
@@ -78,7 +78,7 @@ class Scanner:
         self._truncated = False  # finalize(truncated=True): the output was cut off
         # (state, delimiter) when the last scan held text back for that delimiter's pending
         # match (State.holder): the next chunk first asks whether it still does.
-        self._held_by: tuple[State, Any] | None = None
+        self._held_by: tuple[State, RegexDelimiter] | None = None
         # Whether the last scan loop ran to its end: a scan of the same text (an empty
         # chunk) would then decide nothing new. Not after the progress rule stopped it, or
         # an error cut it short: the reference's next scan goes on from there.
@@ -130,7 +130,7 @@ class Scanner:
         self._run(text, events, eos=False)
         return events
 
-    def _still_held(self, delim: Any, text: str) -> bool:
+    def _still_held(self, delim: RegexDelimiter, text: str) -> bool:
         """Hold `text` too, and say so, when a scan of the held-back text plus `text` would
         hold back all of it: `delim` still has a pending match where the held-back text
         starts (State.holds). A delimiter spanning several chunks (`<tool_call>` then a
