@@ -176,6 +176,8 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"\s*(?:<a1>\s*)?<b1=(?P<n>\w+)>", [" <a1> <b1=x>", "<b1=y>", "\n<a1><b1=", "  <a"]),
     (r"\s*(?:<e1>|<e2>)", ["  <e1>", "<e2>", " \n<e", " "]),
     (r"[ \t]*<p1>", [" \t<p1>", "<p1>", "\t<p", " "]),
+    # ... by a text that ends in a piece of itself ("```" ends in "``", deepseek_r1's close).
+    (r"\s*```\s*<e3>", ["\n```<e3>", "```", " ``", "\n```\n<e", "``"]),
     # A look-behind that cannot be bounded: the parser keeps the whole stream.
     (r"(?<=\n\s*)<w>", ["\n  <w>", "\n<w>", "x <w>"]),
     *ANCHORED,

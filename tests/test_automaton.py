@@ -477,10 +477,18 @@ LED_PATTERNS = [
 ]
 
 
+# The patterns' texts, pieces of them, runs and other text: buffers built of these hold
+# whole texts and pieces far more often than random characters would ("```" seldom occurs
+# in random text, and it ends in its own piece "``").
+LED_FRAGMENTS = [
+    *(" ", "\n", "\t", "  ", "x", "y", "ab", "=", "/>", "</b>", ">", "name"),
+    *("<t>", "<a>", "<b>", "<c=", "<d>", "<e>", "<k>", "<p1>", "```"),
+    *("<", "<t", "<a", "<c", "<p", "``", "`"),
+]
 # A pattern, a buffer and (drawn from `data`) a position in it.
 LED_CASES = {
     "pattern": st.sampled_from(LED_PATTERNS),
-    "buf": st.text(" \n\t<>/tabcdkp1=`xy", max_size=24),
+    "buf": st.lists(st.sampled_from(LED_FRAGMENTS), max_size=8).map("".join),
     "data": st.data(),
 }
 
