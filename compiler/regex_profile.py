@@ -636,17 +636,31 @@ def _literal_prefixes(items: list[Any]) -> tuple[str, ...]:
     whole = _literal_prefix(items)  # after an assertion
     if whole:
         return (whole,)
-    prefixes = []
-    for branch in _branches(items):
-        prefix = _literal_prefix(branch)
-        if not prefix and len(branch) == 1 and branch[0][0] is sre.ASSERT:
-            direction, inner = branch[0][1]
-            if direction == 1:  # a look-ahead: its zero-width match starts where it looks
-                prefix = _literal_prefix(list(inner))
-        if not prefix:
+    prefixes: list[str] = []
+    for option in _options(items):
+        texts = _look_ahead_texts(option) or _leading_texts(option)
+        if not texts:
+            prefix = _literal_prefix(option)
+            texts = (prefix,) if prefix else ()
+        if not texts:
             return ()
-        prefixes.append(prefix)
-    return tuple(dict.fromkeys(prefixes)) if len(prefixes) > 1 else ()
+        prefixes.extend(texts)
+    return tuple(dict.fromkeys(prefixes))
+
+
+def _look_ahead_texts(option: list[Any]) -> tuple[str, ...]:
+    r"""For an alternative that starts with a look-ahead, behind look-behinds if any
+    (`(?<=\})(?=\{)`, `(?=<a>|<b>)`): the texts the look-ahead's content starts with one
+    of, () if none is known. Its match starts where that content matches (the look-behinds
+    can only refuse a position)."""
+    index = _guard_end(option)
+    if index < len(option) and option[index][0] is sre.ASSERT:
+        direction, inner = option[index][1]
+        if direction == 1:
+            body = list(inner)
+            prefix = _literal_prefix(body)
+            return _leading_texts(body) or ((prefix,) if prefix else ())
+    return ()
 
 
 def _led_by(pattern: str, items: list[Any]) -> tuple[str, tuple[str, ...]]:

@@ -73,7 +73,13 @@ THINKING_CLOSE_RE = regex.compile(
     r"Here(?:'s| is) my response:\s*|<\|end_of_text\|>|(?=<\|tool_call\|>|<tool_call>)",
     regex.DOTALL,
 )
-THINKING_CLOSE_PREFIX = ("Here", "<|end_of_text|>", "<")
+THINKING_CLOSE_PREFIX = (
+    "Here's my response:",
+    "Here is my response:",
+    "<|end_of_text|>",
+    "<|tool_call|>",
+    "<tool_call>",
+)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = ("<|tool_call|>", "<tool_call>")

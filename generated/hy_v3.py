@@ -90,7 +90,14 @@ THINKING_OPEN_PREFIX = ("<think:", "<think>")
 THINKING_CLOSE_RE = regex.compile(
     r"</think(?::[^\s>]+)?>\s*|(?=<tool_calls?(?::[^\s>]+)?>)", regex.DOTALL
 )
-THINKING_CLOSE_PREFIX = ("</think", "<tool_call")
+THINKING_CLOSE_PREFIX = (
+    "</think:",
+    "</think>",
+    "<tool_calls:",
+    "<tool_calls>",
+    "<tool_call:",
+    "<tool_call>",
+)
 
 # fields.tool_calls.open_pattern
 # Prefilter: a match is a run (\s*) and then one of its prefixes.

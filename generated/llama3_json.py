@@ -76,7 +76,7 @@ START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 
 # fields.tool_calls.open_pattern
 # A branch matches only at the stream's first position; past it:
-# Prefilter: every match starts with '<' or '{'.
+# Prefilter: a match can only start where one of its branches' literal prefixes does.
 TOOL_CALLS_OPEN_RE = regex.compile(
     (
         '(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")(?P<call>'
@@ -85,6 +85,7 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     ),
     regex.DOTALL,
 )
+TOOL_CALLS_OPEN_PREFIX = ("<|python_tag|>", "{")
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -158,7 +159,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "{" in text:
+        if ("<" in text or "{" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._append_context(text)
@@ -227,6 +228,7 @@ class Parser(CompiledParser):
                 "tool_calls",
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
                 memo=False,
                 start_only=True,
                 target=TOOL_CALLS_STATE,

@@ -64,8 +64,9 @@ TEMPLATE: dict[str, Any] = {
 START_ANCHOR = ("<|start_header_id|>assistant<|end_header_id|>\n\n",)
 
 # fields.tool_calls.open_pattern
-# Prefilter: every match starts with '['.
+# Prefilter: a match can only start where its literal prefix does.
 TOOL_CALLS_OPEN_RE = regex.compile(r"(?=\[[A-Za-z_][\w.]*\((?:\)|[A-Za-z_]\w*=))", regex.DOTALL)
+TOOL_CALLS_OPEN_PREFIX = "["
 
 # fields.tool_calls.close_pattern
 # Can start anywhere or match empty, so it is searched on every scan.
@@ -136,7 +137,7 @@ class Parser(CompiledParser):
         # Fast path: text that cannot start a watched delimiter goes straight into the region.
         if self._pending or not text:
             return self._scan_feed(text)
-        if "<" in text or "[" in text:
+        if ("<" in text or "[" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
         self._context = (self._context + text)[-2:]
@@ -202,9 +203,16 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "content", CONTENT_CLOSE, rank=1),),
         patterns=(
             RegexDelimiter(
-                OPEN, "tool_calls", TOOL_CALLS_OPEN_RE, rank=0, repeats=2, target=TOOL_CALLS_STATE
+                OPEN,
+                "tool_calls",
+                TOOL_CALLS_OPEN_RE,
+                rank=0,
+                prefix=TOOL_CALLS_OPEN_PREFIX,
+                repeats=2,
+                target=TOOL_CALLS_STATE,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
         feed=_feed_content,
         close=_close_content,

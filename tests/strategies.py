@@ -153,6 +153,10 @@ PATTERNS: list[tuple[str, list[str]]] = [
     (r"(?:<a>)?[^<]*<k>", ["<a>zz<k>", "q<k>"]),
     (r"<(?P<tag>[ab])>", ["<a>", "<b>"]),
     (r"(?=<z>)", ["<z>"]),
+    # A look-ahead behind look-behinds: a match starts where the look-ahead's literal does
+    # (llama3_json's `(?<=\}\s*;?\s*)(?=\{...)`, pythonic's `(?=\[...)`).
+    (r"(?:<p6>\s*|(?<=\}\s*))(?=\{\w)", ["<p6> {a", "} {b", "}{", "{c", "<p6>"]),
+    (r"(?<=[;)])(?=\[X)", [";[X", ")[X]", "[X", ";["]),
     (r"<y>(?!!)", ["<y>", "<y>!"]),
     (r"(?i)<ci>", ["<CI>", "<ci>"]),
     (r"\p{Lu}+:", ["AB:", "É:"]),

@@ -25,7 +25,7 @@ import runtime.errors
 from compiler.ir import Delimiter
 from compiler.jit import load_parser
 from compiler.regex_profile import UNKNOWN, _head, parse, profile
-from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State
+from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State, trie_pattern
 from runtime.errors import RegexTimeout
 
 ALPHABET = "ab<"
@@ -338,6 +338,22 @@ def test_a_pattern_outside_the_subset_is_read_by_its_head() -> None:
     assert _head(r"<a>(?P<v>b(?&v)?c)(?i)") is None
     assert _head(r"[(]<a>(?&v)") == r"[(]<a>" and _head(r"[]a(]<b>(?&v)") == r"[]a(]<b>"
     assert profile(r"(?&v)(?P<v>a)") is UNKNOWN  # nothing before the first group
+    # Past the start, a match starts at `<|p|>` or where the look-ahead does, at `{"`.
+    assert known.literal_prefixes == ("<|p|>", '{"')
+
+
+def test_a_look_ahead_gives_its_texts() -> None:
+    """A match of an alternative that starts with a look-ahead (behind look-behinds, which
+    can only refuse a position) starts where the look-ahead's content matches, so it has
+    that content's texts; any other alternative without a text leaves the pattern none."""
+    assert profile(r"(?=\[[A-Za-z_]\w*\()").literal_prefixes == ("[",)  # pythonic
+    assert profile(r"(?<=[;)])(?=\[X)").literal_prefixes == ("[X",)
+    granite = profile(r"</r>\s*|<\|e\|>|(?=<\|t\|>|<t>)")
+    assert granite.literal_prefixes == ("</r>", "<|e|>", "<|t|>", "<t>")
+    assert profile(r"(?:<a>|(?<=\}))(?=\{)").literal_prefixes == ("<a>", "{")
+    assert profile(r"(?:<a>|(?<=\}))(?!\{)x").literal_prefixes == ("<a>", "x")
+    assert profile(r"(?:<a>|(?<=\}))(?!\{)").literal_prefixes == ()  # where any text is not
+    assert profile(r"(?:<a>|(?<=\}))(?=\s*\{)").literal_prefixes == ()  # a run first
 
 
 def test_llama3_json_streams_a_call_after_a_brace_of_content() -> None:
@@ -578,6 +594,28 @@ def test_a_led_partial_match_may_start_inside_the_run() -> None:
         assert expected is not None and expected.start() > buf.index("\n") - 1
         found = delimiter._partial_led(buf, 0)
         assert found is not None and found[:3] == (*expected.span(), True), buf
+
+
+# Texts over a few characters, so that they share prefixes, end inside each other and part.
+_TRIE_TEXTS = st.lists(st.text("<a|b>.\\", min_size=1, max_size=6), min_size=1, max_size=6)
+
+
+@given(_TRIE_TEXTS, st.text("<a|b>.\\z", max_size=7))
+def test_a_trie_pattern_matches_its_texts_and_their_pieces(texts: list[str], word: str) -> None:
+    """The trie-shaped alternations the states search (starts, pieces at the end) match the
+    same strings as the plain alternation of the texts, and of their proper prefixes."""
+    pieces = {text[:end] for text in texts for end in range(1, len(text))}
+    assert bool(re.fullmatch(trie_pattern(texts), word)) == (word in texts)
+    piece_source = trie_pattern(texts, pieces=True)
+    assert bool(piece_source and re.fullmatch(piece_source, word)) == (word in pieces)
+    assert (piece_source == "") == (not pieces)
+
+
+def test_a_trie_pattern_keeps_a_long_text_one_run() -> None:
+    """A stretch of a text where no other text ends or parts is one literal, not nested
+    groups (2000 of them would be past what `re` compiles)."""
+    literal = "<" + "a" * 2000
+    assert trie_pattern([literal, "<b>"]) == "<(?:" + "a" * 2000 + "|b>)"
 
 
 def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
