@@ -310,9 +310,8 @@ def parse_whole(
     shape = shape_of(parser)
     if not shape.text_defaults:
         instance = parser("", tools=tool_dicts(tools), on_error=ON_ERROR)
-        events = instance.feed(text)
-        message, final = instance.finalize()
-        if not (shape.single and _closed_twice(shape.single, events, final)):
+        message, events = instance.finalize(text)  # one scan, as the end of the output
+        if not (shape.single and _closed_twice(shape.single, events)):
             chat = to_chat_message(message, call_id=call_id)
             calls = [
                 CallDelta(

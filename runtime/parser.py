@@ -57,8 +57,11 @@ class CompiledParser(Regions):
         self._start_regions(tools, on_error)
         self.initial_events = []
         if prefix:
-            with errors.bounded_by(regex_timeout):
+            if regex_timeout is None:  # the default bound, as _run leaves it
                 after_anchor = self._after_last_anchor(prefix)
+            else:
+                with errors.bounded_by(regex_timeout):
+                    after_anchor = self._after_last_anchor(prefix)
             if after_anchor:
                 self._fed = -len(after_anchor)
                 self._run(after_anchor, self.initial_events, eos=False)
@@ -79,8 +82,16 @@ class CompiledParser(Regions):
             return self._feed_path(self, str(text))
         raise TypeError(f"feed() takes a str, got {type(text).__name__}")
 
-    def finalize(self, *, truncated: bool = False) -> tuple[dict[str, Any], list[Event]]:
+    def finalize(
+        self, text: str = "", *, truncated: bool = False
+    ) -> tuple[dict[str, Any], list[Event]]:
         """End the stream: flush, close every open region, return (message, events).
+
+        `text` is the stream's last text, if it comes with its end (a whole output, as
+        parse() has it): `finalize(text)` gives what `feed(text)` then `finalize()` give,
+        the same message and the same events, except that the text may come in other
+        region_chunk pieces. It is scanned once, as the end of the stream, where nothing is
+        pending (no partial match can grow), so no step searches for partial matches.
 
         `truncated=True` says the output was cut off (a server's finish_reason "length"):
         a tool call whose region is still open at the end, with no close text of its own,
@@ -89,6 +100,10 @@ class CompiledParser(Regions):
         """
         if self._finalized:
             raise RuntimeError("parser already finalized")
+        events: list[Event] = []
+        if text and (text.__class__ is not str or self._waiting is not None):
+            events = self.feed(text)  # the type check, and a held match waiting on a text
+            text = ""
         self._truncated = truncated
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
@@ -97,8 +112,7 @@ class CompiledParser(Regions):
             if run.literal:
                 self._unmatched = delim
             self._wake(None)
-        events: list[Event] = []
-        self._run("", events, eos=True)
+        self._run(text, events, eos=True)
         output = self._output
         missing = [name for name in self.REQUIRED if name not in output]
         if missing:
@@ -146,21 +160,13 @@ class CompiledParser(Regions):
         on_error: str = "raise",
         regex_timeout: float | None = None,
     ) -> dict[str, Any]:
-        """Parse one complete generation; return the message dict."""
-        parser = cls(prefix, tools=tools, on_error=on_error, regex_timeout=regex_timeout)
-        parser._feed_whole(text)
-        return parser.finalize()[0]
+        """Parse one complete generation; return the message dict.
 
-    def _feed_whole(self, text: str) -> list[Event]:
-        """`feed(text)` for a text known to be the whole generation (parse()): one scan
-        over it, without first asking (as feed's fast paths do, each one pass over the
-        text) whether a scan is needed, which it almost always is for a whole output.
-        Same events and state as feed(text) (tests/test_oneshot.py checks it)."""
-        if text.__class__ is not str or self._waiting is not None or self._finalized:
-            return self.feed(text)  # the type check, and waiting on a held match
-        events: list[Event] = []
-        self._run(text, events, eos=False)
-        return events
+        The text is scanned once, as the end of the stream (`finalize(text)`): the same
+        message as feed(text) then finalize() (tests/test_oneshot.py checks it).
+        """
+        parser = cls(prefix, tools=tools, on_error=on_error, regex_timeout=regex_timeout)
+        return parser.finalize(text)[0]
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:

@@ -569,6 +569,32 @@ def test_a_led_patterns_short_search_starts_at_the_first_run_that_can_lead(
     assert (None if found is None else found[:3]) == expected
 
 
+@given(**LED_CASES)
+def test_a_led_pattern_near_the_best_match_so_far_is_ruled_out_by_a_look(
+    pattern: str, buf: str, data: Any
+) -> None:
+    """Where a step's best match so far starts at most NEAR places from `pos`, a pattern
+    led by a run is ruled out by a look at each place up to it (RegexDelimiter.
+    _may_start_by): when the look says none can start there, no match and no partial match
+    of the pattern itself starts there; and the search says so (IRRELEVANT) or finds
+    the same as the pattern's own search."""
+    delimiter = led_delimiter(pattern)
+    compiled = delimiter.pattern
+    if not buf:
+        return
+    pos = data.draw(st.integers(0, len(buf) - 1))
+    limit = data.draw(st.integers(pos, min(len(buf) - 1, pos + runtime.automaton.NEAR - 1)))
+    match = compiled.search(buf, pos) or compiled.search(buf, pos, partial=True)
+    if not delimiter._may_start_by(buf, pos, limit):
+        assert match is None or match.start() > limit, (buf, pos, limit)
+    found = delimiter.search(buf, pos, False, limit)
+    if found is runtime.automaton.IRRELEVANT:
+        assert match is None or match.start() > limit, (buf, pos, limit)
+    else:
+        expected = None if match is None else (*match.span(), match.end() == len(buf))
+        assert (None if found is None else found[:3]) == expected
+
+
 def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
     """A partial match that holds one of the pattern's texts whole starts in the run before
     that text, not at the end of the buffer, also where the text ends in a piece of itself."""

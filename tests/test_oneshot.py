@@ -1,6 +1,7 @@
-"""One-shot `Parser.parse()` runs its own path (CompiledParser._feed_whole, then finalize):
-it must give what feeding the whole text and then finalize() give, event for event, with
-the same message or the same exception at the same step, and the reference's message.
+"""One-shot `Parser.parse()` runs its own path (`finalize(text)`: the text scanned once, as
+the end of the stream): it must give what feeding the whole text and then finalize() give,
+the same message or the same exception, and the same events but for where text is cut into
+region_chunk pieces; and the reference's message.
 
 Checked over every catalog fixture case under every on_error policy, over generated
 outputs of every catalog entry, and over random templates, each also with the parsers'
@@ -28,39 +29,67 @@ from compiler.spec import uses_extensions
 
 
 def _steps(parser_cls: Any, prefix: str, text: str, whole: bool, **options: Any) -> list[Any]:
-    """What a caller observes: constructor events, the feed's events, finalize's result,
-    each as ("ok", value) or ("raise", exception class), up to the first exception."""
+    """What a caller observes: constructor events, then the feed's events and finalize's
+    result (`whole`: finalize(text)'s result), each as ("ok", value) or ("raise",
+    exception class), up to the first exception (values as they are, not `canon`'s)."""
     steps: list[Any] = []
     try:
         parser = parser_cls(prefix, **options)
     except Exception as error:
         return [("raise", type(error))]
-    steps.append(("ok", canon(parser.initial_events)))
-    for action in (
-        (lambda: parser._feed_whole(text)) if whole else (lambda: parser.feed(text)),
-        parser.finalize,
-    ):
+    steps.append(("ok", parser.initial_events))
+    actions = (
+        [lambda: parser.finalize(text)] if whole else [lambda: parser.feed(text), parser.finalize]
+    )
+    for action in actions:
         try:
-            steps.append(("ok", canon(action())))
+            steps.append(("ok", action()))
         except Exception as error:
             steps.append(("raise", type(error)))
             break
     return steps
 
 
+def _joined(events: list[Any]) -> list[Any]:
+    """The events with consecutive region_chunks of one region joined into one."""
+    joined: list[Any] = []
+    for event in events:
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and event["type"] == last["type"] == "region_chunk"
+            and (event["field"], event.get("dirty")) == (last["field"], last.get("dirty"))
+        ):
+            joined[-1] = {**last, "text": last["text"] + event["text"]}
+        else:
+            joined.append(event)
+    return joined
+
+
 def check_oneshot(parser_cls: Any, prefix: str, text: str, **options: Any) -> list[Any]:
-    """The one-shot path's steps, asserted equal to feed(text) + finalize(); and parse()
-    gives the message (or raises the exception class) of those steps."""
-    ours = _steps(parser_cls, prefix, text, True, **options)
-    assert ours == _steps(parser_cls, prefix, text, False, **options), (prefix, text)
+    """The steps of feed(text) + finalize(), returned; finalize(text) asserted to give the
+    same message and events (text chunks joined), or to raise the same exception class;
+    and parse() to give that message (or raise that class)."""
+    streamed = _steps(parser_cls, prefix, text, False, **options)
+    whole = _steps(parser_cls, prefix, text, True, **options)
+    assert canon(whole[0]) == canon(streamed[0]), (prefix, text)
+    last = streamed[-1]
+    if len(streamed) == 1 or last[0] == "raise":
+        expected: Any = last
+    else:
+        message, final = last[1]
+        expected = ("ok", (message, _joined(streamed[1][1] + final)))
+    got = whole[-1]
+    if len(whole) > 1 and got[0] == "ok":
+        got = ("ok", (got[1][0], _joined(got[1][1])))
+    assert canon(got) == canon(expected), (prefix, text)
     try:
-        message: Any = ("ok", canon(parser_cls.parse(text, prefix=prefix, **options)))
+        parsed: Any = ("ok", parser_cls.parse(text, prefix=prefix, **options))
     except Exception as error:
-        message = ("raise", type(error))
-    last = ours[-1]
-    expected = ("ok", last[1][1][0]) if last[0] == "ok" else last
-    assert message == expected, (prefix, text)
-    return ours
+        parsed = ("raise", type(error))
+    message_or_raise = expected if expected[0] == "raise" else ("ok", expected[1][0])
+    assert canon(parsed) == canon(message_or_raise), (prefix, text)
+    return [(kind, canon(value) if kind == "ok" else value) for kind, value in streamed]
 
 
 def check_with_reference(
