@@ -120,7 +120,7 @@ class Parser(CompiledParser):
         if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context = (self._context + text)[-1:]
+        self._context = text[-1:]
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:
@@ -158,7 +158,7 @@ class Parser(CompiledParser):
         if "<" in text and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context = (self._context + text)[-1:]
+        self._context = text[-1:]
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:
@@ -198,7 +198,7 @@ class Parser(CompiledParser):
         if ("\n" in text or "<" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context = (self._context + text)[-1:]
+        self._context = text[-1:]
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:

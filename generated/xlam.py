@@ -108,7 +108,7 @@ class Parser(CompiledParser):
         if ("<" in text or "`" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context = (self._context + text)[-1:]
+        self._context = text[-1:]
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:
@@ -159,7 +159,7 @@ class Parser(CompiledParser):
         if ("<" in text or "[" in text or "`" in text) and self._state.may_start(text):
             return self._scan_feed(text)
         self._fed += len(text)
-        self._context = (self._context + text)[-1:]
+        self._context = text[-1:]
         parts = self._parts
         parts.append(text)
         if len(parts) >= PARTS_PER_BLOCK:
