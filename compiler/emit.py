@@ -159,10 +159,6 @@ class FieldNames:
         return f"{self.upper}_STATE"
 
     @property
-    def feed(self) -> str:
-        return f"_feed_{self.slug}"
-
-    @property
     def close(self) -> str:
         return f"_close_{self.slug}"
 
@@ -174,7 +170,7 @@ class FieldNames:
         return f"{self.upper}_{kind.upper()}"
 
     def identifiers(self) -> list[str]:
-        names = [self.state, self.feed, self.scan, self.close]
+        names = [self.state, self.scan, self.close]
         names.append(f"{self.upper}_STOP")
         for kind in ("open", "close"):
             base = self.delimiter(kind)
@@ -258,7 +254,7 @@ class StateContext:
     plan: StatePlan
     names: FieldNames | None  # None for the null sink
     constant: str
-    feed: str | None  # fast-path method, None when every chunk must be scanned
+    fast: bool  # whether `feed` has a fast path for it (else every chunk is scanned)
     stop: str | None  # constant holding a compiled stop-character class, if used
     # Whether the fast path asks the state if a start text occurs (State.may_start): the
     # texts are all known, and the character test alone would send too much to the scan.
@@ -393,6 +389,10 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
             fields=field_names,
             by_field=by_field,
             states=states,
+            # The start state first: most text of most outputs arrives in it.
+            fast_states=sorted(
+                (state for state in states if state.fast), key=lambda state: state is not start
+            ),
             state_of=state_of,
             start=start,
             deferred_errors=DEFERRED_ERRORS,
@@ -427,12 +427,10 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
     # Field-derived names start with a letter, so the sink's underscore names cannot clash.
     prefix = names.upper if names is not None else "_SINK"
     stop_chars = plan.stop_chars
-    feed = None
+    fast = stop_chars is not None
     stop = None
-    if stop_chars is not None:
-        feed = names.feed if names is not None else "_outside_regions"
-        if len(stop_chars) > MAX_INLINE_STOP_CHARS:
-            stop = f"{prefix}_STOP"
+    if stop_chars is not None and len(stop_chars) > MAX_INLINE_STOP_CHARS:
+        stop = f"{prefix}_STOP"
     scan = plan_scan_step(
         plan,
         names.scan if names is not None else "_scan_outside_regions",
@@ -447,9 +445,9 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
         plan=plan,
         names=names,
         constant=names.state if names is not None else "SINK",
-        feed=feed,
+        fast=fast,
         stop=stop,
-        starts=bool(feed and plan.start_texts),
+        starts=bool(fast and plan.start_texts),
         scan=scan,
     )
 
@@ -462,7 +460,7 @@ def _runtime_imports(
     core = {"CompiledParser", "Event", "Memo", "State", "Step"}
     if any(state.scan.shape == "general" for state in states):
         core.add("Hit")
-    if any(state.feed and state.names is not None for state in states):
+    if any(state.fast and state.names is not None for state in states):
         core.add("PARTS_PER_BLOCK")
     for state in states:
         for watch in state.plan.watches:

@@ -95,6 +95,28 @@ class Parser(CompiledParser):
         # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
+    def feed(self, text: str) -> list[Event]:
+        # The current state's fast path (CompiledParser.feed has the scan loop and the type
+        # check): a chunk that goes straight into a region costs this one call.
+        state = self._fast
+        if state is None or text.__class__ is not str:
+            return CompiledParser.feed(self, text)
+        if state is CONTENT_STATE:
+            # fields.content: text that cannot start a watched delimiter goes
+            # straight into the region.
+            if self._pending or not text:
+                return self._scan_feed(text)
+            if ("<" in text or "[" in text) and state.may_start(text):
+                return self._scan_feed(text)
+            self._fed += len(text)
+            self._append_context(text)
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= PARTS_PER_BLOCK:
+                self._compact()
+            return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+        return self._scan_feed(text)
+
     # fields.tool_calls
 
     @staticmethod
@@ -136,20 +158,6 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
-
-    def _feed_content(self, text: str) -> list[Event]:
-        # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text:
-            return self._scan_feed(text)
-        if ("<" in text or "[" in text) and self._state.may_start(text):
-            return self._scan_feed(text)
-        self._fed += len(text)
-        self._append_context(text)
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= PARTS_PER_BLOCK:
-            self._compact()
-        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -197,7 +205,6 @@ class Parser(CompiledParser):
         "tool_calls",
         patterns=(RegexDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE_RE, rank=0),),
         scan=_scan_tool_calls,
-        feed=None,
         close=_close_tool_calls,
         dirty=True,
         store="append",
@@ -218,10 +225,14 @@ class Parser(CompiledParser):
         ),
         plain_pieces=True,
         scan=_scan_content,
-        feed=_feed_content,
+        fast=True,
         close=_close_content,
         implicit=True,
         store="join",
         join="\n",
     )
     START = CONTENT_STATE
+
+
+# The states whose fast paths `feed` tells apart, as module globals (the cheapest names to read).
+CONTENT_STATE = Parser.CONTENT_STATE

@@ -119,20 +119,56 @@ class Parser(CompiledParser):
         # start_anchor: the prefix is cut after its last match
         return after_last_literal(prefix, START_ANCHOR)
 
-    # fields.thinking
+    def feed(self, text: str) -> list[Event]:
+        # The current state's fast path (CompiledParser.feed has the scan loop and the type
+        # check): a chunk that goes straight into a region costs this one call.
+        state = self._fast
+        if state is None or text.__class__ is not str:
+            return CompiledParser.feed(self, text)
+        if state is CONTENT_STATE:
+            # fields.content: text that cannot start a watched delimiter goes
+            # straight into the region.
+            if not text or (("<" in text or "[" in text) and state.may_start(text)):
+                return self._scan_feed(text)
+            if self._pending or text[-1].isspace():
+                # Held-back text, or a run of whitespace at the end that may lead a watched
+                # pattern.
+                return self._feed_run(text)
+            self._fed += len(text)
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= PARTS_PER_BLOCK:
+                self._compact()
+            return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
+        elif state is THINKING_STATE:
+            # fields.thinking: text that cannot start a watched delimiter goes
+            # straight into the region.
+            if self._pending or not text:
+                return self._scan_feed(text)
+            if "<" in text and state.may_start(text):
+                return self._scan_feed(text)
+            self._fed += len(text)
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= PARTS_PER_BLOCK:
+                self._compact()
+            return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
+        elif state is TOOL_CALLS_STATE:
+            # fields.tool_calls: text that cannot start a watched delimiter goes
+            # straight into the region.
+            if self._pending or not text:
+                return self._scan_feed(text)
+            if "<" in text and state.may_start(text):
+                return self._scan_feed(text)
+            self._fed += len(text)
+            parts = self._parts
+            parts.append(text)
+            if len(parts) >= PARTS_PER_BLOCK:
+                self._compact()
+            return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
+        return self._scan_feed(text)
 
-    def _feed_thinking(self, text: str) -> list[Event]:
-        # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text:
-            return self._scan_feed(text)
-        if "<" in text and self._state.may_start(text):
-            return self._scan_feed(text)
-        self._fed += len(text)
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= PARTS_PER_BLOCK:
-            self._compact()
-        return [{"type": "region_chunk", "field": "thinking", "text": text, "dirty": False}]
+    # fields.thinking
 
     @staticmethod
     def _scan_thinking(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -154,19 +190,6 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "thinking", "value": value})
 
     # fields.tool_calls
-
-    def _feed_tool_calls(self, text: str) -> list[Event]:
-        # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if self._pending or not text:
-            return self._scan_feed(text)
-        if "<" in text and self._state.may_start(text):
-            return self._scan_feed(text)
-        self._fed += len(text)
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= PARTS_PER_BLOCK:
-            self._compact()
-        return [{"type": "region_chunk", "field": "tool_calls", "text": text, "dirty": True}]
 
     @staticmethod
     def _scan_tool_calls(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -195,20 +218,6 @@ class Parser(CompiledParser):
         events.append({"type": "region_close", "field": "tool_calls", "value": value})
 
     # fields.content (the implicit field)
-
-    def _feed_content(self, text: str) -> list[Event]:
-        # Fast path: text that cannot start a watched delimiter goes straight into the region.
-        if not text or (("<" in text or "[" in text) and self._state.may_start(text)):
-            return self._scan_feed(text)
-        if self._pending or text[-1].isspace():
-            # Held-back text, or a run of whitespace at the end that may lead a watched pattern.
-            return self._feed_run(text)
-        self._fed += len(text)
-        parts = self._parts
-        parts.append(text)
-        if len(parts) >= PARTS_PER_BLOCK:
-            self._compact()
-        return [{"type": "region_chunk", "field": "content", "text": text, "dirty": False}]
 
     @staticmethod
     def _scan_content(state: State, buf: str, pos: int, eos: bool, memo: Memo) -> Step:
@@ -267,7 +276,7 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "thinking", THINKING_CLOSE, rank=0),),
         plain_pieces=True,
         scan=_scan_thinking,
-        feed=_feed_thinking,
+        fast=True,
         close=_close_thinking,
     )
     TOOL_CALLS_STATE = State(
@@ -275,7 +284,7 @@ class Parser(CompiledParser):
         literals=(LiteralDelimiter(CLOSE, "tool_calls", TOOL_CALLS_CLOSE, rank=0),),
         plain_pieces=True,
         scan=_scan_tool_calls,
-        feed=_feed_tool_calls,
+        fast=True,
         close=_close_tool_calls,
         dirty=True,
         store="append",
@@ -310,10 +319,16 @@ class Parser(CompiledParser):
         ),
         plain_pieces=True,
         scan=_scan_content,
-        feed=_feed_content,
+        fast=True,
         close=_close_content,
         implicit=True,
         store="join",
         join="\n\n",
     )
     START = CONTENT_STATE
+
+
+# The states whose fast paths `feed` tells apart, as module globals (the cheapest names to read).
+CONTENT_STATE = Parser.CONTENT_STATE
+THINKING_STATE = Parser.THINKING_STATE
+TOOL_CALLS_STATE = Parser.TOOL_CALLS_STATE

@@ -875,7 +875,7 @@ class State:
         "store",
         "join",
         "scan",
-        "feed",
+        "fast",
         "close",
     )
 
@@ -888,7 +888,7 @@ class State:
         patterns: tuple[RegexDelimiter, ...] = (),
         plain_pieces: bool = False,
         scan: ScanStep | None = None,
-        feed: Callable[..., Any] | None,
+        fast: bool = False,
         close: Callable[..., Any] | None,
         dirty: bool = False,
         implicit: bool = False,
@@ -1018,7 +1018,8 @@ class State:
         self.scan: Callable[[str, int, bool, Memo], Step] = MethodType(
             _no_scan if step is None else step, self
         )
-        self.feed = feed
+        # Whether the generated `feed` has a fast path for this state (Scanner._bind_feed).
+        self.fast = fast
         self.close = close
 
     def __repr__(self) -> str:

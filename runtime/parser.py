@@ -72,14 +72,15 @@ class CompiledParser(Regions):
     def feed(self, text: str) -> list[Event]:
         """Feed generated text; return the events it completes.
 
-        The work is done by the current state's generated fast path or by the scan loop
-        (`_feed_path`, a plain function: the parser holds no reference to itself).
-        Anything but a str raises TypeError and changes nothing.
+        A generated parser's `feed` first runs the current state's fast path (`_fast`, set
+        by Scanner._bind_feed), written into that method so that a chunk going straight
+        into a region costs one call; it calls this one for the rest: the scan loop, and
+        the type check. Anything but a str raises TypeError and changes nothing.
         """
         if text.__class__ is str:
-            return self._feed_path(self, text)
+            return self._scan_feed(text)
         if isinstance(text, str):  # a str subclass: parse its plain-str value
-            return self._feed_path(self, str(text))
+            return self.feed(str(text))
         raise TypeError(f"feed() takes a str, got {type(text).__name__}")
 
     def finalize(

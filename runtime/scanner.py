@@ -24,7 +24,6 @@ there too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from . import errors
@@ -84,7 +83,9 @@ class Scanner:
         # an error cut it short: the reference's next scan goes on from there.
         self._settled = False
         self._finalized = False
-        self._feed_path: Callable[[Scanner, str], list[Event]] = Scanner._scan_feed
+        # The state whose fast path the generated `feed` runs (the current state, when it
+        # has one that applies; see _bind_feed), or None: every chunk goes to _scan_feed.
+        self._fast: State | None = None
 
     def _after_last_anchor(self, prefix: str) -> str:
         """The prefix cut just after the last start-anchor match (whole prefix if none)."""
@@ -266,21 +267,20 @@ class Scanner:
         self._context = _appended(self, text)
 
     def _bind_feed(self) -> None:
-        """Point `feed` at the current state's generated fast path, if it has one.
+        """Let `feed` run the current state's generated fast path, if it has one.
 
         The implicit region's fast path only applies once it has opened: its first chunk
         must emit region_open, which only the scan loop does.
         """
         state = self._state
-        fast = state.feed
         if (
-            fast is not None
+            state.fast
             and (self._opened or not state.implicit)
             and not (state.start_only and self._at_origin())
         ):
-            self._feed_path = fast
+            self._fast = state
         else:
-            self._feed_path = Scanner._scan_feed
+            self._fast = None
 
     def _at_origin(self) -> bool:
         """Whether nothing has been routed or consumed yet: the scan position is the stream's

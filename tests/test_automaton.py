@@ -223,7 +223,7 @@ def test_a_single_literal_may_be_given_as_a_str() -> None:
     listed = LiteralDelimiter(OPEN, "f", ("<tool_call>",), rank=0)
     assert single.literals == listed.literals == ("<tool_call>",)
     assert single.longest == listed.longest == len("<tool_call>")
-    state = State("f", literals=(single,), feed=None, close=None)
+    state = State("f", literals=(single,), close=None)
     assert state.literal_reach == len("<tool_call>") - 1  # how far back a partial one starts
     assert state.literals_re.pattern == re.escape("<tool_call>")
 
@@ -235,7 +235,6 @@ def test_the_literal_alternation_tries_longer_literals_first() -> None:
             LiteralDelimiter(OPEN, "a", "<a", rank=0),
             LiteralDelimiter(CLOSE, "b", ("<ab>", "<a|"), rank=1),
         ),
-        feed=None,
         close=None,
     )
     assert state.literals_re.pattern == "|".join(map(re.escape, ["<ab>", "<a|", "<a"]))
@@ -257,7 +256,6 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
         "x",
         literals=(LiteralDelimiter(CLOSE, "x", tuple(sorted(set(literals), key=len)), rank=0),),
         literals_re=re.compile("|".join(map(re.escape, literals))),
-        feed=None,
         close=None,
     )
     if not state.start_texts:
@@ -648,9 +646,7 @@ def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
     """A 2000-character literal has ~2M characters of prefixes: the state checks pieces with
     startswith instead of a regex over them (which took 3 s to compile)."""
     literal = "<" + "a" * 2000
-    state = State(
-        "x", literals=(LiteralDelimiter(CLOSE, "x", literal, rank=0),), feed=None, close=None
-    )
+    state = State("x", literals=(LiteralDelimiter(CLOSE, "x", literal, rank=0),), close=None)
     assert state.at_end is None and state.starts_or_piece is None
     assert state.piece_at_end("text " + literal[:1500]) == len("text ")
     assert state.may_start("x" + literal[:10]) and not state.may_start("xa<b")
