@@ -162,7 +162,7 @@ def earliest_piece(text: str, literals: tuple[str, ...], start: int = 0) -> int:
 
 def trie_pattern(texts: Iterable[str], *, pieces: bool = False) -> str:
     """A regex source that matches exactly `texts` (with `pieces`, exactly their proper,
-    non-empty prefixes), written as a trie: `<(?:t(?:hink>|ool>))`, not `<think>|<tool>`.
+    non-empty prefixes), written as a trie: `<t(?:hink>|ool>)`, not `<think>|<tool>`.
 
     `re` tries an alternation's branches one by one at every place; the trie's branches
     part on their first character, so a place where no text starts fails at once. Over a
