@@ -449,7 +449,8 @@ class RegexDelimiter:
             if index != -1 and self.linear:
                 # The leftmost match, if it starts where the first prefix does: one match
                 # attempt there, without the time bound a search of a long buffer needs
-                # (0.4 us against 2 to 4 us for `</tool_call>\s*` in 1.5K characters).
+                # (`</tool_call>\s*`: 0.4 us, against 2 us for a bounded search from there
+                # over 1.5K characters, 4 us over 75K).
                 match = self.pattern.match(buf, index)
                 if match is not None:
                     start, end = match.span()
