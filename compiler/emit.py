@@ -24,6 +24,7 @@ from . import __version__, parts
 from .automaton import StatePlan, Watch, build_automaton
 from .ir import ContentPlan, Deferred, Field, Operation, Placeholder, Template
 from .quoting import comment, identifier, module_name, quote
+from .regex_profile import content_repeats
 from .scan_step import ScanStep, plan_scan_step
 
 LINE_LENGTH = 100  # keep in step with [tool.black] in pyproject.toml
@@ -115,7 +116,26 @@ class PlanNames:
         used = {(part.module, name) for name in part.imports}
         if any(isinstance(value, Deferred) for _, value in self.constants):
             used.add(("runtime", "Defect"))
+        if any(self.repeats(pattern) is not None for pattern in self.patterns):
+            used.add(("runtime.content", "cheap"))
         return used
+
+    @property
+    def patterns(self) -> list[str]:
+        """The patterns of the plan's module constants."""
+        found: list[str] = []
+        for _, value in self.constants:
+            if isinstance(value, str):
+                found.append(value)
+            elif not isinstance(value, Deferred):
+                found.extend(value)
+        return found
+
+    @staticmethod
+    def repeats(pattern: str) -> int | None:
+        """The degree of a content pattern the runtime may search without the time bound
+        over a short text (runtime.content.cheap), None if it is not cheap."""
+        return content_repeats(pattern)
 
     @property
     def compiles_regex(self) -> bool:

@@ -76,9 +76,11 @@ class RegexProfile:
     # How a held match can wait for a known text (see _runs and RegexDelimiter.waits).
     runs: tuple[Run, ...] = ()
     # Set when a search over a short text cannot run long whatever the text: every
-    # repeat is of one character (or an optional group of such), at most CHEAP_REPEATS of
-    # them unbounded, no look-behind, no back-reference; it is how many are unbounded (k).
-    # A search over n characters then takes O(n^(k + 1)) steps, so over a few characters
+    # repeat is of one character (or an optional group of such), no look-behind, no
+    # back-reference, and one match attempt takes O(n^k) steps over n characters with
+    # k <= CHEAP_REPEATS (the degree, see _attempt_degree: about the count of unbounded
+    # repeats, those that stop where their rest can go on, like `[^"]*"`, not counted
+    # but for the last). A search then takes O(n^(k + 1)), so over a few characters
     # (runtime.automaton.SHORT_SPANS[k]) it needs no time bound, whose cost (~2 us a
     # search) would dominate the scans of a stream.
     repeats: int | None = None
@@ -149,7 +151,8 @@ def profile(pattern: str) -> RegexProfile:
     if tree.state.flags & re.IGNORECASE:
         return RegexProfile(lookbehind=lookbehind, first_chars=None)
     runs = _runs(pattern, items, led=bool(_led_by(pattern, items)[0]))
-    repeats = _cheap_repeats(_unbounded_repeats(items))
+    exact = _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern
+    repeats = _cheap_repeats(_attempt_degree(items, exact))
     options = _options(items)
     later = [option for option in options if not _start_only(option, tree.state.flags)]
     start_only = len(later) < len(options)
@@ -184,6 +187,45 @@ def profile(pattern: str) -> RegexProfile:
         guarded_prefixes=guarded_prefixes,
         led_bare=bool(led_by) and not all(_guard_end(option) for option in later),
     )
+
+
+def content_repeats(pattern: str) -> int | None:
+    """RegexProfile.repeats of a content parser's pattern (a tag pattern, a string
+    delimiter), which the parser searches over a region's body: None unless cheap. Group
+    names are dropped first (a tag pattern may name `key` in each of its branches, which
+    the stdlib parser refuses, and a name changes no match)."""
+    tree = parse(_unnamed_groups(pattern))
+    if tree is None or tree.state.flags & re.IGNORECASE:
+        return None
+    exact = _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern
+    return _cheap_repeats(_attempt_degree(list(tree), exact))
+
+
+def _unnamed_groups(pattern: str) -> str:
+    """`pattern` with each named group `(?P<name>...)` made a plain group `(...)`; text in
+    a character class or after a backslash is left as it is."""
+    pieces: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        step = 1
+        if char == "\\":
+            step = 2  # the escaped character with it
+        elif in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if pattern.startswith("]", index + 1):
+                step = 2  # a leading ] is a literal
+            elif pattern.startswith("^]", index + 1):
+                step = 3
+        elif pattern.startswith("(?P<", index) and pattern.find(">", index) != -1:
+            pieces.append("(")
+            index = pattern.find(">", index) + 1
+            continue
+        pieces.append(pattern[index : index + step])
+        index += step
+    return "".join(pieces)
 
 
 def _by_head(pattern: str) -> RegexProfile:
@@ -736,48 +778,120 @@ def _first_is_literal(branch: list[Any]) -> bool:
     return op is sre.LITERAL
 
 
-# At most this many unbounded repeats for a pattern to be cheap (RegexProfile.cheap).
+# At most this degree for a pattern to be cheap (RegexProfile.cheap, RegexProfile.repeats).
 CHEAP_REPEATS = 3
 _ONE_CHARACTER = (sre.ANY, sre.LITERAL, sre.NOT_LITERAL, sre.IN, sre.CATEGORY)
 _TOO_MANY = CHEAP_REPEATS + 1
+# What may follow a place in a pattern: the characters a match goes on with from there
+# (whether it can also end there does not matter); None when not known.
+_Follow = frozenset[str] | None
 
 
-def _cheap_repeats(count: int) -> int | None:
-    """RegexProfile.repeats: the count of unbounded repeats, if the pattern is cheap."""
-    return count if count <= CHEAP_REPEATS else None
+def _cheap_repeats(degree: int) -> int | None:
+    """RegexProfile.repeats: the degree, if the pattern is cheap."""
+    return degree if degree <= CHEAP_REPEATS else None
 
 
-def _unbounded_repeats(items: list[Any]) -> int:
-    """How many repeats of one character with no small upper bound a match can go
-    through, the branch with most of them counting; more than CHEAP_REPEATS when some
-    construct can make a search costly whatever that count (a repeated group, a
-    look-behind, a back-reference)."""
-    count = 0
-    for op, av in items:
+def _attempt_degree(items: list[Any], exact: bool) -> int:
+    """The degree k of one match attempt, which takes O(n^k) steps over n characters
+    (a search, O(n^(k + 1))); more than CHEAP_REPEATS when some construct can make a
+    search costly whatever the degree (a repeated group, a look-behind, a back-reference).
+
+    Each repeat of one character with no small upper bound costs O(n) each time the
+    attempt reaches it, and the attempt reaches an item once for each way of ending the
+    unbounded repeats before it: O(n) ways for each of those that can end in many places
+    the attempt goes on from, one way for a repeat that stops where its rest can go on
+    (`[^"]*` before `"`: giving back a character leaves one the rest cannot start with,
+    which fails at once). k is the largest count of such repeats before a repeat, plus
+    one. `exact` is False when the tree holds stand-in classes (see _REGEX_ONLY_CLASS),
+    whose characters are not the real ones: then no repeat is taken to stop.
+    """
+    return _degree(items, 0, frozenset() if exact else None)[1]
+
+
+def _degree(items: list[Any], before: int, follow: _Follow) -> tuple[int, int]:
+    """(repeats that end in many places, on the costliest way through `items`, counting
+    `before` ones before it; the degree of `items` reached that way), where `follow` is
+    what may follow `items` (None: not known, and no repeat is taken to stop)."""
+    degree = 0
+    for index, (op, av) in enumerate(items):
+        after = _follow(items[index + 1 :], follow)
         if op in _REPEATS:
             high, body = av[1], list(av[2])
             if len(body) == 1 and body[0][0] in _ONE_CHARACTER:
-                count += high > 1
+                if high > 1:
+                    degree = max(degree, before + 1)
+                    before += not _stops_before(body[0], after)
             elif high <= 1:
-                count += _unbounded_repeats(body)
+                before, inner = _degree(body, before, after)
+                degree = max(degree, inner)
             else:
-                return _TOO_MANY
+                return before, _TOO_MANY
         elif op is sre.BRANCH:
-            count += max(_unbounded_repeats(list(branch)) for branch in av[1])
+            ways = [_degree(list(branch), before, after) for branch in av[1]]
+            before = max(way[0] for way in ways)
+            degree = max(degree, *(way[1] for way in ways))
         elif op in (sre.ASSERT, sre.ASSERT_NOT):
             direction, body = av
             if direction < 0:
-                return _TOO_MANY
-            count += _unbounded_repeats(list(body))
+                return before, _TOO_MANY
+            before, inner = _degree(list(body), before, None)
+            degree = max(degree, inner)
         elif op is sre.SUBPATTERN or op is getattr(sre, "ATOMIC_GROUP", None):
-            count += _unbounded_repeats(_children(op, av)[0])
+            flagged = op is sre.SUBPATTERN and (av[1] or av[2])  # (?i:...) and the like
+            children = _children(op, av)[0]
+            before, inner = _degree(children, before, None if flagged else after)
+            degree = max(degree, inner)
         elif op in (sre.GROUPREF, sre.GROUPREF_EXISTS):
-            return _TOO_MANY
+            return before, _TOO_MANY
         elif op not in _ONE_CHARACTER and op is not sre.AT:
-            return _TOO_MANY  # anything not known to be cheap
-        if count > CHEAP_REPEATS:
-            return _TOO_MANY
-    return count
+            return before, _TOO_MANY  # anything not known to be cheap
+        if degree > CHEAP_REPEATS:
+            return before, _TOO_MANY
+    return before, degree
+
+
+def _follow(rest: list[Any], outer: _Follow) -> _Follow:
+    """What may follow a place whose rest of the sequence is `rest`, `outer` after it."""
+    if outer is None:
+        return None
+    chars, nullable = first(rest)
+    if chars is None:
+        return None
+    return frozenset(chars) | outer if nullable else frozenset(chars)
+
+
+def _stops_before(item: tuple[Any, Any], follow: _Follow) -> bool:
+    """Whether a repeat of the one-character `item` stops where what follows it can go
+    on: no character of `follow` is one `item` matches."""
+    if follow is None:
+        return False
+    return not any(_matches(item[0], item[1], char) is not False for char in follow)
+
+
+def _matches(op: Any, av: Any, char: str) -> bool | None:
+    """Whether the one-character item (op, av) matches `char`; None when not known."""
+    if op is sre.LITERAL:
+        return char == chr(av)
+    if op is sre.NOT_LITERAL:
+        return char != chr(av)
+    if op is sre.CATEGORY:
+        source = _CATEGORIES.get(av)  # the engine that will run it decides
+        return None if source is None else regex.fullmatch(source, char) is not None
+    if op is sre.IN:
+        negate, found = False, False
+        for inner_op, inner_av in av:
+            if inner_op is sre.NEGATE:
+                negate = True
+            elif inner_op is sre.RANGE:
+                found = found or inner_av[0] <= ord(char) <= inner_av[1]
+            else:
+                hit = _matches(inner_op, inner_av, char)
+                if hit is None:
+                    return None
+                found = found or hit
+        return found != negate
+    return None  # `.`, and anything else: it may match
 
 
 def _in_common_subset(pattern: str) -> bool:

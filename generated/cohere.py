@@ -33,7 +33,7 @@ from runtime import (
     each_item,
     lookup,
 )
-from runtime.content import parse_json
+from runtime.content import cheap, parse_json
 from runtime.extensions import unwrap_text
 from runtime.regions import require_str
 
@@ -83,7 +83,9 @@ THINKING_CLOSE_RUNS = (HeldRun(r"<\|END_THINKING\|>", r"\s*"),)
 THINKING_CLOSE_PREFIX = "<|END_THINKING|>"
 
 # fields.thinking.content_args.pattern
-THINKING_UNWRAP_RE = regex.compile(r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>", regex.DOTALL)
+THINKING_UNWRAP_RE = cheap(
+    regex.compile(r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>", regex.DOTALL), repeats=2
+)
 
 # fields.tool_calls.open
 TOOL_CALLS_OPEN = "<|START_ACTION|>"
@@ -104,7 +106,9 @@ CONTENT_CLOSE_RE = regex.compile(
 CONTENT_CLOSE_PREFIX = ("<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|END_OF_TURN_TOKEN|>")
 
 # fields.content.content_args.pattern
-CONTENT_UNWRAP_RE = regex.compile(r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>", regex.DOTALL)
+CONTENT_UNWRAP_RE = cheap(
+    regex.compile(r"<co(?::[^>]*)?>(?P<text>.*?)</co(?::[^>]*)?>", regex.DOTALL), repeats=2
+)
 
 
 class Parser(CompiledParser):

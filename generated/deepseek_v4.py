@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_json, parse_xml_inline
+from runtime.content import cheap, parse_json, parse_xml_inline
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -114,9 +114,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(
 TOOL_CALLS_CLOSE_PREFIX = ("</｜DSML｜invoke>", "/>")
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>(?P<value>.*?)</｜DSML｜parameter>',
-    regex.DOTALL,
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(
+        '<｜DSML｜parameter name="(?P<key>[^"]+)"(?: string="(?P<kind>true|false)")?>(?P<value>.*?)</｜DSML｜parameter>',
+        regex.DOTALL,
+    ),
+    repeats=1,
 )
 
 # fields.content.close_pattern
@@ -161,9 +164,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             self._context = (self._context + text)[-15:]
             parts = self._parts
             parts.append(text)

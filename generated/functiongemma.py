@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_json
+from runtime.content import cheap, parse_json
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -80,7 +80,9 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"<end_function_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "<end_function_call>"
 
 # fields.tool_calls.content_args.string_delims
-TOOL_CALLS_STRING_DELIMS = (regex.compile(r"<escape>(.*?)<escape>", regex.DOTALL),)
+TOOL_CALLS_STRING_DELIMS = (
+    cheap(regex.compile(r"<escape>(.*?)<escape>", regex.DOTALL), repeats=1),
+)
 
 # fields.content.close
 CONTENT_CLOSE = ("<start_function_response>", "<end_of_turn>", "<eos>")

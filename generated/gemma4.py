@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_json
+from runtime.content import cheap, parse_json
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -76,7 +76,9 @@ TOOL_CALLS_OPEN_PREFIX = "<|tool_call>call:"
 TOOL_CALLS_CLOSE = "<tool_call|>"
 
 # fields.tool_calls.content_args.string_delims
-TOOL_CALLS_STRING_DELIMS = (regex.compile('<\\|"\\|>(.*?)<\\|"\\|>', regex.DOTALL),)
+TOOL_CALLS_STRING_DELIMS = (
+    cheap(regex.compile('<\\|"\\|>(.*?)<\\|"\\|>', regex.DOTALL), repeats=1),
+)
 
 # fields.content.close
 CONTENT_CLOSE = ("<|tool_response>", "<turn|>", "<eos>")

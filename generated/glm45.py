@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_xml_inline
+from runtime.content import cheap, parse_xml_inline
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -109,8 +109,12 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    r"<arg_key>\s*(?P<key>.*?)\s*</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>", regex.DOTALL
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(
+        r"<arg_key>\s*(?P<key>.*?)\s*</arg_key>\s*<arg_value>(?P<value>.*?)</arg_value>",
+        regex.DOTALL,
+    ),
+    repeats=3,
 )
 
 # fields.content.close
@@ -145,9 +149,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

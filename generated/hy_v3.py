@@ -175,9 +175,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -331,7 +336,7 @@ class Parser(CompiledParser):
                 THINKING_CLOSE_RE,
                 rank=0,
                 prefix=THINKING_CLOSE_PREFIX,
-                repeats=2,
+                repeats=1,
             ),
         ),
         plain_pieces=True,
@@ -348,7 +353,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_CLOSE_RE,
                 rank=0,
                 prefix=TOOL_CALLS_CLOSE_PREFIX,
-                repeats=2,
+                repeats=1,
                 runs=TOOL_CALLS_CLOSE_RUNS,
             ),
         ),
@@ -369,7 +374,7 @@ class Parser(CompiledParser):
                 rank=0,
                 led_by=THINKING_OPEN_LED_BY,
                 prefix=THINKING_OPEN_PREFIX,
-                repeats=2,
+                repeats=1,
                 runs=THINKING_OPEN_RUNS,
                 target=THINKING_STATE,
             ),
@@ -380,6 +385,7 @@ class Parser(CompiledParser):
                 rank=1,
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
+                repeats=3,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
@@ -390,7 +396,7 @@ class Parser(CompiledParser):
                 rank=2,
                 led_by=CONTENT_CLOSE_LED_BY,
                 prefix=CONTENT_CLOSE_PREFIX,
-                repeats=3,
+                repeats=1,
                 runs=CONTENT_CLOSE_RUNS,
             ),
         ),

@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_json, parse_xml_inline
+from runtime.content import cheap, parse_json, parse_xml_inline
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -109,18 +109,21 @@ TOOL_CALLS_OPEN_PREFIX = '<|open|>call tool="'
 TOOL_CALLS_CLOSE = "<|close|>call<|sep|>"
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    (
-        '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value><\\|sep\\|>'
-        '.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument key="(?P<key>[^"]*)" '
-        'type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>'
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(
+        (
+            '<\\|open\\|>argument key="(?P<key>[^"]*)"(?: type="string")?(?P<value><\\|sep\\|>'
+            '.*?<\\|close\\|>argument<\\|sep\\|>)|<\\|open\\|>argument key="(?P<key>[^"]*)" '
+            'type="[^"]*"<\\|sep\\|>(?P<value>.*?)<\\|close\\|>argument<\\|sep\\|>'
+        ),
+        regex.DOTALL,
     ),
-    regex.DOTALL,
+    repeats=1,
 )
 
 # fields.tool_calls.content_args.value_parser.string_delims
 TOOL_CALLS_VALUE_STRING_DELIMS = (
-    regex.compile(r"<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>", regex.DOTALL),
+    cheap(regex.compile(r"<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>", regex.DOTALL), repeats=1),
 )
 
 
@@ -351,7 +354,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=2,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                repeats=2,
+                repeats=1,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

@@ -31,7 +31,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_xml_inline
+from runtime.content import cheap, parse_xml_inline
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -103,8 +103,12 @@ TOOL_CALLS_CLOSE_RE = regex.compile(r"</function>\s*|</tool_call>\s*|<\|im_end\|
 TOOL_CALLS_CLOSE_PREFIX = ("</function>", "</tool_call>", "<|im_end|>")
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    r"<parameter=(?P<key>[^>\n]+)>(?P<value>.*?)(?:</parameter>|(?=<parameter=)|\Z)", regex.DOTALL
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(
+        r"<parameter=(?P<key>[^>\n]+)>(?P<value>.*?)(?:</parameter>|(?=<parameter=)|\Z)",
+        regex.DOTALL,
+    ),
+    repeats=1,
 )
 
 # fields.content.close_pattern
@@ -141,9 +145,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -345,7 +354,7 @@ class Parser(CompiledParser):
                 rank=1,
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                repeats=3,
+                repeats=1,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

@@ -312,7 +312,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                repeats=2,
+                repeats=1,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

@@ -126,9 +126,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_json, parse_xml_inline
+from runtime.content import cheap, parse_json, parse_xml_inline
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -99,8 +99,9 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</tool_call>", r"\s*"),)
 TOOL_CALLS_CLOSE_PREFIX = "</tool_call>"
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", regex.DOTALL
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(r"<parameter=(?P<key>\w+)>\s*(?P<value>.*?)\s*</parameter>", regex.DOTALL),
+    repeats=3,
 )
 
 # fields.content.close_pattern
@@ -342,7 +343,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=1,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                repeats=2,
+                repeats=1,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

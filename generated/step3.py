@@ -32,7 +32,7 @@ from runtime import (
     after_last_literal,
     lookup,
 )
-from runtime.content import parse_xml_inline
+from runtime.content import cheap, parse_xml_inline
 from runtime.regions import require_str
 
 # The template this module was compiled from, as data.
@@ -121,8 +121,11 @@ TOOL_CALLS_CLOSE_RUNS = (HeldRun(r"</steptml:invoke>", r"\s*", "<｜tool_call_en
 TOOL_CALLS_CLOSE_PREFIX = "</steptml:invoke>"
 
 # fields.tool_calls.content_args.tag_pattern
-TOOL_CALLS_TAG_RE = regex.compile(
-    '<steptml:parameter name="(?P<key>[^"]+)">(?P<value>.*?)</steptml:parameter>', regex.DOTALL
+TOOL_CALLS_TAG_RE = cheap(
+    regex.compile(
+        '<steptml:parameter name="(?P<key>[^"]+)">(?P<value>.*?)</steptml:parameter>', regex.DOTALL
+    ),
+    repeats=1,
 )
 
 # fields.content.close_pattern
@@ -160,9 +163,14 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if self._pending or text[-1].isspace():
                 # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern.
-                return self._feed_run(text)
-            self._fed += len(text)
+                # pattern: the run is held back, the rest goes into the region.
+                routed = self._hold_run(text)
+                if routed is None:
+                    return self._feed_run(text)
+                self._fed += len(text)
+                text = routed
+            else:
+                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -345,6 +353,7 @@ class Parser(CompiledParser):
                 rank=1,
                 led_by=TOOL_CALLS_OPEN_LED_BY,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
+                repeats=1,
                 runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),

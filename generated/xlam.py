@@ -244,7 +244,7 @@ class Parser(CompiledParser):
                 TOOL_CALLS_OPEN_RE,
                 rank=0,
                 prefix=TOOL_CALLS_OPEN_PREFIX,
-                repeats=2,
+                repeats=1,
                 start_only=True,
                 target=TOOL_CALLS_STATE,
             ),

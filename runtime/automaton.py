@@ -859,6 +859,7 @@ class State:
         "start_texts",
         "every_literal",
         "ahead_key",
+        "one_literal",
         "skip_lead",
         "skip_key",
         "starts",
@@ -925,6 +926,9 @@ class State:
             dict.fromkeys(literal for delim in literals for literal in delim.literals)
         )
         self.ahead_key = object()
+        # The only watched literal, which `str.find` finds at C speed wherever its first
+        # character is dense (a stream of special tokens, all led by `<`).
+        self.one_literal = self.every_literal[0] if len(self.every_literal) == 1 else None
         self.lead = leads.pop() if len(leads) == 1 else None
         self.patterns = patterns
         # A partial literal match starts no earlier than this many characters from the end.
@@ -1102,6 +1106,8 @@ class State:
 
     def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
+        if self.one_literal is not None:
+            return buf.find(self.one_literal, pos)
         lead = self.lead
         if lead is not None:
             return first_match(buf, lead, self.literals_re, pos)

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import regex
 
 from . import errors
+from .automaton import SHORT_SPANS
 
 ValueParser = Callable[[Any], Any]
 
@@ -47,9 +48,29 @@ class Defect:
         raise self.error(self.message)
 
 
-def _bounded(method: Callable[..., Any], where: str, size: int, *args: Any) -> Any:
+# The content-parser patterns the compiler found cheap (`cheap`), each with the most
+# characters a search with it runs over without the time bound.
+_SHORT_SPAN: dict[Any, int] = {}
+
+
+def cheap(pattern: Any, *, repeats: int) -> Any:
+    """`pattern`, recorded as cheap of degree `repeats`: one match attempt over n characters
+    takes O(n^repeats) steps (compiler.regex_profile.RegexProfile.repeats), so a search
+    over at most SHORT_SPANS[repeats] characters needs no time bound, as for delimiters
+    (runtime.automaton). Generated modules wrap such content-parser patterns in it."""
+    span = SHORT_SPANS[repeats]
+    _SHORT_SPAN[pattern] = min(span, _SHORT_SPAN.get(pattern, span))
+    return pattern
+
+
+def bounded(method: Callable[..., Any], where: str, size: int, *args: Any) -> Any:
     """`method(*args)`, a template regex's method over `size` characters, under the time
-    bound (runtime.errors); an iterator's matches are collected within it."""
+    bound (runtime.errors) unless the pattern is `cheap` and the text short enough: the
+    bound's set-up in `regex` (~2.5 us) costs more than such a search (~0.5 us for a short
+    value); an iterator's matches are collected."""
+    if size <= _SHORT_SPAN.get(getattr(method, "__self__", None), -1):
+        result = method(*args)
+        return result if isinstance(result, str) else list(result)
 
     def call(timeout: float) -> Any:
         result = method(*args, timeout=timeout)
@@ -85,7 +106,7 @@ def parse_json(
             lifted.append(match.group(1))
             return f"{_LIFT_OPEN}{len(lifted) - 1}{_LIFT_CLOSE}"
 
-        working = _bounded(pattern.sub, "json string_delims", len(working), lift, working)
+        working = bounded(pattern.sub, "json string_delims", len(working), lift, working)
     if unquoted_keys:
         working = _BARE_KEY.sub(r'"\1":', working)
     for index, value in enumerate(lifted):
@@ -139,7 +160,7 @@ def parse_xml_inline(
     if ends_with:
         last = text.rfind(ends_with)
         end = 0 if last == -1 else last + len(ends_with)
-    for match in _bounded(tag_pattern.finditer, "xml-inline tag_pattern", end, text, 0, end):
+    for match in bounded(tag_pattern.finditer, "xml-inline tag_pattern", end, text, 0, end):
         groups = match.groupdict()
         key = groups.get("key")
         if key is None:

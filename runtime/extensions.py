@@ -34,6 +34,7 @@ from typing import Any
 import regex
 
 from . import errors
+from .content import bounded
 
 _JSON_LITERALS = {"true": True, "false": False, "null": None}
 
@@ -190,7 +191,13 @@ def unwrap_text(text: str, pattern: regex.Pattern[str], *, strip: bool = True) -
     `text` group is kept verbatim; text between matches is never changed.
     """
     keep = "text" in pattern.groupindex
-    result = pattern.sub(lambda match: (match.group("text") or "") if keep else "", text)
+    result = bounded(
+        pattern.sub,
+        "x-unwrap pattern",
+        len(text),
+        lambda match: (match.group("text") or "") if keep else "",
+        text,
+    )
     return result.strip() if strip else result
 
 

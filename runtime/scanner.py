@@ -168,16 +168,32 @@ class Scanner:
         scan would route), and a run long enough to wait on.
         """
         held = self._pending
+        routed = self._hold_run(text)
+        if routed is not None:
+            self._fed += len(text)
+            return self._route(routed, self._pending, text)
+        if (
+            (held and (self._waiting is not None or held.strip(" \n")))
+            or text.strip(" \n")
+            or len(held) + len(text) >= self.WAIT_AFTER
+        ):
+            return self._scan_feed(text)
+        self._fed += len(text)  # all of it a run of spaces and newlines, held back
+        return self._route("", held + text, text)
+
+    def _hold_run(self, text: str) -> str | None:
+        """`_feed_run` where a chunk holds more than a run: the text for the region (the
+        held-back run and the chunk, less the run of spaces and newlines at its end, which
+        is now held back instead), or None, changing nothing, for `_feed_run` to decide.
+        The generated fast paths of bounded-context parsers call it themselves."""
+        held = self._pending
         if held and (self._waiting is not None or held.strip(" \n")):
-            return self._scan_feed(text)
+            return None
         kept = text.rstrip(" \n")
-        if kept and kept[-1].isspace():
-            return self._scan_feed(text)
-        run = text[len(kept) :] if kept else held + text
-        if len(run) >= self.WAIT_AFTER:
-            return self._scan_feed(text)
-        self._fed += len(text)
-        return self._route(held + kept if kept else "", run, text)
+        if not kept or kept[-1].isspace() or len(text) - len(kept) >= self.WAIT_AFTER:
+            return None
+        self._pending = text[len(kept) :]
+        return held + kept if held else kept
 
     def _route(self, text: str, held: str, chunk: str) -> list[Event]:
         """Send `text` to the current region and hold `held`, as a scan step would (`text`

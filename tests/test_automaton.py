@@ -24,7 +24,7 @@ import runtime.automaton
 import runtime.errors
 from compiler.ir import Delimiter
 from compiler.jit import load_parser
-from compiler.regex_profile import UNKNOWN, _head, parse, profile
+from compiler.regex_profile import UNKNOWN, _head, _matches, content_repeats, parse, profile
 from runtime.automaton import CLOSE, OPEN, LiteralDelimiter, RegexDelimiter, State, trie_pattern
 from runtime.errors import RegexTimeout
 
@@ -283,6 +283,8 @@ CHEAP = [
     r"</think>|(?=<tool_call>\s*<function=)",
     r"<\|im_end\|>.*",
     r"^\s*",
+    r'<a k="(?P<k>[^"]*)" t="[^"]*">(?P<v>.*?)</a>',
+    r"[^<]*<[^<]*<[^<]*<[^<]*<",
 ]
 COSTLY = [
     r"(a|aa)+c",  # a repeated group: exponential on "aaa...b"
@@ -376,6 +378,58 @@ def test_cheap_patterns_are_the_ones_with_few_one_character_repeats() -> None:
     back-reference."""
     assert [profile(pattern).cheap for pattern in CHEAP] == [True] * len(CHEAP)
     assert [profile(pattern).cheap for pattern in COSTLY] == [False] * len(COSTLY)
+
+
+# (pattern, degree): one match attempt takes O(n^degree) steps, a search O(n^(degree + 1)).
+DEGREES = [
+    # A repeat that stops where its rest goes on (`[^"]*` before `"`) gives back only
+    # characters the rest fails on at once: it adds no factor, only its own O(n).
+    (r'[^"]*"[^"]*"', 1),
+    (r"[^<]*<[^<]*<[^<]*<[^<]*<", 1),
+    (r'<a k="(?P<k>[^"]*)">(?P<v>.*?)</a>', 1),
+    # ... but once after a repeat that can end in many places, it is reached from each.
+    (r"(?P<v>.*?)=[^=]*=", 2),
+    (r".*?a.*?b", 2),
+    (r"[a-z]*[0-9]*x", 2),  # x may continue the first run
+    (r"<p=(?P<key>\w+)>\s*(?P<value>.*?)\s*</p>", 3),
+    # Where the characters are not known for sure, nothing is taken to stop: inside a
+    # case-insensitive group [a-z] matches B, and \P{L} (read as \W) matches 5.
+    (r"(?i:[a-z]*B)x*", 2),
+    (r"\P{L}*5\d*", 2),
+    (r"\s*\s*\s*\s*x", None),
+]
+
+
+@pytest.mark.parametrize(("pattern", "degree"), DEGREES)
+def test_the_degree_counts_the_repeats_that_can_end_in_many_places(
+    pattern: str, degree: int | None
+) -> None:
+    assert profile(pattern).repeats == degree
+    assert content_repeats(pattern) == degree
+
+
+def test_a_content_pattern_that_names_a_group_twice_is_profiled() -> None:
+    """kimi_k3's tag pattern names `key` and `value` in both branches, which the stdlib
+    parser refuses: names are dropped for the degree (and kept in a class)."""
+    tag = (
+        r'<a k="(?P<key>[^"]*)"(?: t="s")?(?P<value>>.*?</a>)'
+        r'|<a k="(?P<key>[^"]*)" t="[^"]*">(?P<value>.*?)</a>'
+    )
+    assert profile(tag).repeats is None  # not read as a delimiter
+    assert content_repeats(tag) == 1
+    assert content_repeats(r"[(?P<x>]*(?P<y>x)x*") == 2  # x may continue the class's run
+
+
+CLASSES = [r"[^\"]", r"[a-z0-9_]", r"\s", r"[^\s>]", r"\d", r"[^\W\d]", "x", r"[^x]", r"\W", "."]
+
+
+@given(source=st.sampled_from(CLASSES), char=st.characters())
+def test_the_class_test_agrees_with_the_engine(source: str, char: str) -> None:
+    """_matches, which decides that a repeat stops, answers as `regex` does, or not at all."""
+    ((op, av),) = list(parse(source))
+    known = _matches(op, av, char)
+    if known is not None:
+        assert known == (regex.fullmatch(source, char, regex.DOTALL) is not None)
 
 
 def test_a_costly_pattern_keeps_its_time_bound_on_a_short_text() -> None:

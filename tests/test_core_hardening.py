@@ -286,7 +286,8 @@ def test_a_bad_time_bound_is_refused(bound: Any) -> None:
 
 def test_wall_clock_time_spent_waiting_does_not_count() -> None:
     """An attempt that hits the wall-clock limit without using the CPU time (the machine
-    was busy) is retried with a doubled limit; only CPU time raises."""
+    was busy) is retried with a doubled limit; only CPU time raises. The first attempt is
+    not measured: it is run again, measured, with the same limit."""
     walls: list[float] = []
 
     def slowed_down(timeout: float) -> str:
@@ -298,7 +299,7 @@ def test_wall_clock_time_spent_waiting_does_not_count() -> None:
 
     with runtime.errors.bounded_by(0.01):
         assert search_bounded(slowed_down, "fields.x.open_pattern", 0) == "done"
-    assert walls == [0.01, 0.02, 0.04]
+    assert walls == [0.01, 0.01, 0.02]
 
     def busy(timeout: float) -> str:
         deadline = time.thread_time() + timeout

@@ -17,11 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import chunkings
 
+import runtime.errors
 from compiler import load_parser
 from compiler.errors import TemplateError
 from compiler.lint import lint
 from compiler.spec import build_template, uses_extensions
 from runtime.content import parse_xml_inline
+from runtime.errors import RegexTimeout
 from runtime.extensions import (
     as_list,
     first_of,
@@ -573,6 +575,13 @@ def test_unwrap_without_a_text_group_removes_each_match() -> None:
     assert unwrap_text("Paris[1] is big[2].", pattern) == "Paris is big."
     optional = regex.compile(r"<b>(?P<text>[^<]*)</b>|<br/>")
     assert unwrap_text("a<br/>b <b>c</b>", optional) == "ab c"
+
+
+def test_a_backtracking_unwrap_pattern_fails_on_its_time_bound() -> None:
+    """The pattern comes from the template: its search runs under the regex time bound."""
+    pattern = regex.compile(r"(a|aa)+c")
+    with runtime.errors.bounded_by(0.05), pytest.raises(RegexTimeout, match="x-unwrap"):
+        unwrap_text("a" * 40 + "b", pattern)
 
 
 @pytest.mark.parametrize(
