@@ -438,6 +438,8 @@ class RegexDelimiter:
             if not self._may_start_by(buf, pos, limit):
                 return IRRELEVANT
         if prefixes:
+            if pos == len(buf):  # nothing left: no match, complete or partial, starts here
+                return None if limit >= pos else IRRELEVANT
             # Complete matches start where a prefix occurs; partial ones may also start in
             # the last len(prefix) - 1 characters, on a piece of one.
             index = -1
