@@ -13,10 +13,12 @@ it differentially (docs/design.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+import functools
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, cast
 
 from . import errors
+from .automaton import HeldRun, RegexDelimiter, State
 from .errors import MissingFieldError
 from .regions import ON_ERROR, OpenRegion, Regions, _describe, _is_empty
 from .scanner import _FINALIZED, Event
@@ -63,9 +65,25 @@ class CompiledParser(Regions):
                 with errors.bounded_by(regex_timeout):
                     after_anchor = self._after_last_anchor(prefix)
             if after_anchor:
-                self._fed = -len(after_anchor)
-                self._run(after_anchor, self.initial_events, eos=False)
+                kind = cast(Hashable, type(self))  # (to mypy a class's __hash__ is a method)
+                state = _prefix_state(kind, after_anchor, on_error, regex_timeout)
+                if state is None:
+                    self._fed = -len(after_anchor)
+                    self._run(after_anchor, self.initial_events, eos=False)
+                else:
+                    self._resume(state)
         self._bind_feed()
+
+    def _resume(self, state: PrefixState) -> None:
+        """Take up where a parser with the same prefix was after it (`_prefix_state`)."""
+        attributes, containers, events = state
+        # One by one: reading __dict__ would give the parser a dict of its own, and every
+        # attribute read would slow down (see docs/design.md, "Attributes of a parser").
+        for name, value in attributes:
+            setattr(self, name, value)
+        for name, kind, items in containers:
+            setattr(self, name, kind(items))
+        self.initial_events = [dict(event) for event in events]
 
     # -- public API ------------------------------------------------------------------
 
@@ -168,6 +186,74 @@ class CompiledParser(Regions):
         """
         parser = cls(prefix, tools=tools, on_error=on_error, regex_timeout=regex_timeout)
         return parser.finalize(text)[0]
+
+
+# A parser's scan state after its prefix: attributes with immutable values (name, value);
+# lists and dicts (name, list or dict, items), each parser given its own; the initial events.
+PrefixState = tuple[
+    tuple[tuple[str, Any], ...], tuple[tuple[str, type, tuple[Any, ...]], ...], tuple[Event, ...]
+]
+
+# How many prefix states are kept, over all parser classes (least recently used dropped).
+PREFIX_STATES = 256
+
+# Set by the constructor, not by the prefix: never part of a prefix state.
+_OWN = frozenset({"_tool_params", "_on_error", "_keep_raw", "_regex_timeout", "_output", "_errors"})
+# Values a prefix state shares between parsers as they are: nothing changes them in place.
+_SHARED = (str, int, bool, float, type(None), State, RegexDelimiter, HeldRun)
+
+
+@functools.lru_cache(maxsize=PREFIX_STATES)
+def _prefix_state(
+    cls: type[CompiledParser], after_anchor: str, on_error: str, regex_timeout: float | None
+) -> PrefixState | None:
+    """The state of a `cls` parser after the prefix text `after_anchor` (what follows the
+    start anchor), for parsers built with the same text and options to take up; None when
+    one is not enough (they then scan it themselves).
+
+    A server builds a parser per request, with the same prompt tail (`<think>\n`, a prefill)
+    each time; scanning it cost 10-20 us of a parser's construction (qwen3, deepseek_r1, ernie).
+    A prefix that closed a region (whose value `tools=` may cast), set a parse error, or left
+    state that is not plain data or lists of it, is not kept.
+    """
+    parser = cls.__new__(cls)
+    parser._start_scanning(regex_timeout)
+    parser._start_regions(None, on_error)
+    parser.initial_events = []
+    parser._fed = -len(after_anchor)
+    try:
+        parser._run(after_anchor, parser.initial_events, eos=False)
+    except Exception:  # the constructor scans it again, and raises the same
+        return None
+    if (
+        parser._errors
+        or parser._output != parser._new_output()
+        or any(event["type"] == "region_close" for event in parser.initial_events)
+    ):
+        return None
+    attributes: dict[str, Any] = {}
+    containers: list[tuple[str, type, tuple[Any, ...]]] = []
+    for name, value in vars(parser).items():
+        if name in _OWN or name == "initial_events":
+            continue
+        kind = value.__class__
+        items = tuple(value.items()) if kind is dict else value
+        if kind in (list, dict, tuple) and not all(_shared(item) for item in items):
+            return None
+        if kind is list or kind is dict:
+            containers.append((name, kind, tuple(items)))
+        elif _shared(value):
+            attributes[name] = value
+        else:
+            return None
+    return tuple(attributes.items()), tuple(containers), tuple(parser.initial_events)
+
+
+def _shared(value: Any) -> bool:
+    """Whether parsers can share `value` as it is: nothing changes it in place."""
+    if value.__class__ is tuple:
+        return all(_shared(item) for item in value)
+    return isinstance(value, _SHARED)
 
 
 def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
