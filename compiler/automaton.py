@@ -117,6 +117,7 @@ class StatePlan:
         return self._pieces_apart and all(
             watch.profile is None
             or watch.profile.prefix_at_start
+            or watch.profile.prefix_guarded
             or (watch.profile.led_by and (bare or not watch.profile.led_guarded))
             for watch in self.watches
         )

@@ -67,6 +67,11 @@ class RegexProfile:
     # True when nothing precedes a prefix (no look-behind, anchor or look-ahead that could
     # refuse a position): then any piece of one at the buffer's end is a partial match.
     prefix_at_start: bool = False
+    # True when every branch starts with a prefix, some behind look-behind assertions only
+    # (`<a>|(?<=\})(?=\{)`): a piece of a prefix only such branches start with
+    # (`guarded_prefixes`) may be refused, any other piece at the buffer's end is a partial
+    # match, as with prefix_at_start.
+    prefix_guarded: bool = False
     # For a pattern R* + REST (`\s*<think>`): a pattern for a run of R, and the texts REST
     # starts with one of, none of them with an R character ("" and () for other shapes).
     # A match is then a run of R and one of those texts; a partial one, a run of R and a
@@ -92,7 +97,8 @@ class RegexProfile:
     # For a pattern led by a run: whether some branch has a look-behind in front of its
     # run (`(?<=X)\s*<a>`), which can refuse a position and so the run (`guarded`), and
     # whether some branch has none (`bare`): a bare branch holds any run at the end; and
-    # the texts only guarded branches start with (a piece of one may be refused).
+    # the texts only guarded branches start with (a piece of one may be refused), for such a
+    # pattern or one with `prefix_guarded`.
     led_guarded: bool = False
     led_bare: bool = False
     guarded_prefixes: tuple[str, ...] = ()
@@ -173,6 +179,9 @@ def profile(pattern: str) -> RegexProfile:
     guarded_prefixes: tuple[str, ...] = ()
     if not led_by and _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern:
         led_by, led_prefixes, guarded, guarded_prefixes = _led_options(later)
+    prefix_guarded = False
+    if not led_by:
+        prefix_guarded, guarded_prefixes = _guarded_options(later)
     return RegexProfile(
         lookbehind=lookbehind,
         first_chars=None if nullable or not chars else frozenset(chars),
@@ -180,6 +189,7 @@ def profile(pattern: str) -> RegexProfile:
         led_by=led_by,
         led_prefixes=led_prefixes,
         prefix_at_start=bool(_leading_texts(items)) or _starts_with_literal(items),
+        prefix_guarded=prefix_guarded,
         runs=runs,
         repeats=repeats,
         start_only=start_only,
@@ -249,6 +259,7 @@ def _by_head(pattern: str) -> RegexProfile:
         led_by=known.led_by,
         led_prefixes=known.led_prefixes,
         prefix_at_start=known.prefix_at_start,
+        prefix_guarded=known.prefix_guarded,
         start_only=known.start_only,
         led_guarded=known.led_guarded,
         led_bare=known.led_bare,
@@ -367,6 +378,29 @@ def _led_options(options: list[list[Any]]) -> tuple[str, tuple[str, ...], bool, 
     if any(compiled.fullmatch(text[0]) for text in unique):
         return none
     return run, unique, guarded, tuple(text for text in unique if text not in bare)
+
+
+def _guarded_options(options: list[list[Any]]) -> tuple[bool, tuple[str, ...]]:
+    """For a pattern read as alternatives, each a prefix behind look-behind assertions or
+    none (`<a>\\s*`, `(?<=\\})(?=\\{)`): (whether some alternative has a look-behind, the
+    texts only those start with); (False, ()) when some alternative starts otherwise.
+    A look-behind can only refuse a position, so a piece of any other text at the buffer's
+    end is a partial match."""
+    bare: set[str] = set()
+    texts: list[str] = []
+    guarded = False
+    for option in options:
+        index = _guard_end(option)
+        found = _look_ahead_texts(option) or _leading_texts(option[index:])
+        if not found:
+            return False, ()
+        guarded = guarded or index > 0
+        texts.extend(found)
+        if not index:
+            bare.update(found)
+    if not guarded:
+        return False, ()
+    return True, tuple(text for text in dict.fromkeys(texts) if text not in bare)
 
 
 _CATEGORIES = {

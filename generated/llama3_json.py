@@ -85,6 +85,8 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     ),
     regex.DOTALL,
 )
+# Texts only branches behind a look-behind start with: a piece of one may be refused.
+TOOL_CALLS_OPEN_GUARDED = ("{",)
 TOOL_CALLS_OPEN_PREFIX = ("<|python_tag|>", "{")
 
 # fields.tool_calls.close_pattern
@@ -238,9 +240,11 @@ class Parser(CompiledParser):
                 prefix=TOOL_CALLS_OPEN_PREFIX,
                 memo=False,
                 start_only=True,
+                guarded=TOOL_CALLS_OPEN_GUARDED,
                 target=TOOL_CALLS_STATE,
             ),
         ),
+        plain_pieces=True,
         scan=_scan_content,
         fast=True,
         close=_close_content,

@@ -320,6 +320,15 @@ def test_start_only_branches_and_look_behind_led_runs_are_read_apart() -> None:
     after_start = profile(r"(?:^|(?<=;))\s*<d>")
     assert after_start.start_only and after_start.led_prefixes == ("<d>",)
     assert not profile(r"(?:\s*<a>|(?<=b)<c>)").led_by  # a branch without the run
+    # Prefixes, some behind look-behinds: a piece of a text only those start with may be
+    # refused, a piece of another is a partial match.
+    prefixed = profile(r"(?:<a>\s*|(?<=\})(?=\{))")
+    assert prefixed.prefix_guarded and not prefixed.prefix_at_start
+    assert prefixed.guarded_prefixes == ("{",)
+    shared = profile(r"<ab>|(?<=x)<ac>|<ac>")
+    assert shared.prefix_guarded and shared.guarded_prefixes == ()
+    assert not profile(r"<a>|\b<c>").prefix_guarded  # an assertion that is no look-behind
+    assert not profile(r"<a>|<c>").prefix_guarded  # nothing guarded: prefix_at_start
 
 
 def test_a_pattern_outside_the_subset_is_read_by_its_head() -> None:

@@ -82,9 +82,12 @@ def check_shrunk(data: Any, drawn_templates: Any) -> None:
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
 
 
-# Patterns led by a run behind look-behinds, with words that refuse or satisfy them, and
-# literal opens that may share a piece with their texts.
+# Patterns led by a run behind look-behinds, or prefixes some of them behind look-behinds
+# (RegexProfile.prefix_guarded, llama3_json's open), with words that refuse or satisfy
+# them, and literal opens that may share a piece with their texts.
 GUARDED_RUNS = [
+    (r"(?:<g1>\s*|(?<=\}\s*))(?=\{\s*\"n)", ["}", " ", "{", '{"n', '"n', "<g1>", "<g", "x"]),
+    (r"(?:<d1>|(?<=</d2>)<d3=)(?P<n>\w+)>", ["</d2>", "<d3=a>", "<d3", "<d1>b>", "<d", "x", " "]),
     (r"(?:(?<=\n)|(?<=>))\s*<d4>", ["\n", ">", " ", "  ", "x", "<d4>", "<d"]),
     (
         r"(?:\s*<d1>|(?<=</d2>)|(?<=/>))\s*<d3=(?P<n>\w+)>",
