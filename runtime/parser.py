@@ -216,9 +216,7 @@ def _prefix_state(
     A prefix that closed a region (whose value `tools=` may cast), set a parse error, or left
     state that is not plain data or lists of it, is not kept.
     """
-    parser = cls.__new__(cls)
-    parser._start_scanning(regex_timeout)
-    parser._start_regions(None, on_error)
+    parser = _started(cls, on_error, regex_timeout)
     parser.initial_events = []
     parser._fed = -len(after_anchor)
     try:
@@ -231,12 +229,15 @@ def _prefix_state(
         or any(event["type"] == "region_close" for event in parser.initial_events)
     ):
         return None
+    start = vars(_started(cls, on_error, regex_timeout))
     attributes: dict[str, Any] = {}
     containers: list[tuple[str, type, tuple[Any, ...]]] = []
     for name, value in vars(parser).items():
         if name in _OWN or name == "initial_events":
             continue
         kind = value.__class__
+        if name in start and start[name].__class__ is kind and start[name] == value:
+            continue  # as a new parser has it
         items = tuple(value.items()) if kind is dict else value
         if kind in (list, dict, tuple) and not all(_shared(item) for item in items):
             return None
@@ -247,6 +248,14 @@ def _prefix_state(
         else:
             return None
     return tuple(attributes.items()), tuple(containers), tuple(parser.initial_events)
+
+
+def _started(cls: type[CompiledParser], on_error: str, regex_timeout: float | None) -> Any:
+    """A `cls` parser as its constructor sets it up, before the prefix."""
+    parser = cls.__new__(cls)
+    parser._start_scanning(regex_timeout)
+    parser._start_regions(None, on_error)
+    return parser
 
 
 def _shared(value: Any) -> bool:
