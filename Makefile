@@ -88,7 +88,8 @@ bench-hostile: $(TEST_STAMP)
 bench-batch: $(EXTRAS_STAMP)
 	$(PY) bench/batch.py
 
-## make bench-stream: time per chunk of an OpenAI stream over one long tool call (writes bench/stream.json)
+## make bench-stream: time per chunk of the OpenAI stream and the reasoning half over one long
+## region (a tool-call argument, a reasoning), 256K and 1M characters (writes bench/stream.json)
 bench-stream: $(TEST_STAMP)
 	$(PY) bench/stream.py
 

@@ -174,11 +174,11 @@ class _TextField:
         self.eager = spec.get("content", "text") == "text" and "transform" not in spec
         # Whether the message already holds a value the next region is joined to.
         self.joined = default is not None
-        self.closed: tuple[str, str, bool, bool] | None = None  # what reopen restores
+        self.closed: tuple[int, str, bool, bool] | None = None  # what reopen restores
         self.open()
 
     def open(self) -> None:
-        self.sent = ""  # this region's contribution sent so far, join string included
+        self.sent = 0  # how much of this region's value was sent, join string included
         self.held = ""  # trailing whitespace not sent yet
         self.begun = False  # text other than whitespace seen
         self.joining = False  # the join string is sent
@@ -199,7 +199,7 @@ class _TextField:
         if self.join is not None and self.joined and not self.joining:
             self.joining = True
             text = self.join + text
-        self.sent += text
+        self.sent += len(text)
         return text
 
     def close(self, value: Any) -> str:
@@ -212,8 +212,8 @@ class _TextField:
         else:
             final = value if isinstance(value, str) else ""
         # What was sent is always a prefix of `final`: the region's text, less what strip removes.
-        rest = final[len(self.sent) :]
-        self.closed = (final, self.held, self.begun, joined)
+        rest = final[self.sent :]
+        self.closed = (len(final), self.held, self.begun, joined)
         self.open()
         return rest
 

@@ -413,7 +413,7 @@ class ReasoningStream:
                 if kind == "region_open":
                     self.saw_thinking = True
                 elif kind == "region_chunk" and not initial:
-                    self.thought += event["text"]
+                    self.thought = _grown(self, "thought", event["text"])
                 elif kind == "region_close":
                     self.ended = self.ended or not initial
                     # thinking the prompt opened and closed is no thinking of the output
@@ -476,7 +476,7 @@ class ReasoningStream:
         return self.prompt_opened or self.open.search(output, first.end()) is not None
 
     def _feed(self, text: str) -> Delta:
-        self.text += text
+        self.text = _grown(self, "text", text)
         if self.ended:
             return self._rest()
         events = self.parser.feed(text)
@@ -500,8 +500,10 @@ class ReasoningStream:
         return delta
 
     def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
-        delta = Delta().add_deltas(self.adapter.deltas(events))
-        return Delta(reasoning=delta.reasoning)
+        key = self.adapter.keys[THINKING]
+        return Delta(
+            reasoning="".join(delta.get(key) or "" for delta in self.adapter.deltas(events))
+        )
 
     def _rest(self, whole: bool = False) -> Delta:
         if self.start is None:
@@ -534,6 +536,18 @@ class ReasoningStream:
         if closed is not None:
             return closed.end()
         return end if self.ended else len(text)
+
+
+def _grown(stream: ReasoningStream, name: str, more: str) -> str:
+    """The stream's str attribute `name` with `more` after it, taken from the stream first:
+    with no other reference to it, CPython grows the string in place (amortised
+    O(len(more))) instead of copying it, so a long reasoning costs linear time, not
+    quadratic (`self.text += more` copies: 85 us a chunk at 540K characters, against 4 at
+    13K, before this)."""
+    text = getattr(stream, name)
+    setattr(stream, name, "")
+    text += more
+    return text
 
 
 def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:

@@ -215,7 +215,7 @@ class RtcReasoningDetector(BaseReasoningFormatDetector):
         # A prompt that ends inside the thinking: the start anchor and the thinking opener.
         self.prefix = setup.anchor + self.think_start_token if force_reasoning else ""
         self.stream: ReasoningStream | None = None
-        self.held = ""  # reasoning kept for one piece when not streaming it
+        self.held: list[str] = []  # reasoning kept for one piece when not streaming it
 
     def detect_and_parse(self, text: str) -> ReasoningResult:
         stream = ReasoningStream(self.parser, self.prefix)
@@ -238,9 +238,12 @@ class RtcReasoningDetector(BaseReasoningFormatDetector):
     def _result(self, delta: Delta, end: bool = False) -> ReasoningResult:
         reasoning = delta.reasoning
         if not self.stream_reasoning:  # one piece, once the thinking has ended
-            self.held += reasoning
+            if reasoning:
+                self.held.append(reasoning)
             ended = end or (self.stream is not None and self.stream.ended)
-            reasoning, self.held = (self.held, "") if ended else ("", self.held)
+            reasoning = ""
+            if ended:
+                reasoning, self.held = "".join(self.held), []
         self._in_reasoning = self.stream is not None and not self.stream.ended
         return ReasoningResult(normal_text=delta.content, reasoning_text=reasoning)
 
