@@ -550,6 +550,24 @@ def _grown(stream: ReasoningStream, name: str, more: str) -> str:
     return text
 
 
+def record_call(streamed: list[str], previous: list[dict[str, Any]], call: CallDelta) -> None:
+    """Keep an engine tool parser's bookkeeping of the calls it sent: `streamed[index]`,
+    and `previous[index]["arguments"]`, are the arguments sent so far, `["name"]` the name.
+
+    The arguments grow in place (their two references dropped first), so a call whose
+    arguments stream in many fragments (a whole file) costs linear time, not quadratic.
+    """
+    while len(streamed) <= call.index:
+        streamed.append("")
+        previous.append({"name": None, "arguments": ""})
+    entry = previous[call.index]
+    text = streamed[call.index]
+    streamed[call.index] = entry["arguments"] = ""
+    text += call.arguments
+    streamed[call.index] = entry["arguments"] = text
+    entry["name"] = entry["name"] or call.name
+
+
 def split_reasoning(parser: type[Any], output: str, prefix: str = "") -> tuple[str | None, str]:
     """One shot: the thinking of an output (None without one) and the raw text after it."""
     stream = ReasoningStream(parser, prefix)

@@ -44,6 +44,7 @@ from integrations.serving import (
     catalog_names,
     parse_whole,
     parser_for,
+    record_call,
     shape_of,
     without_thinking,
 )
@@ -169,15 +170,9 @@ class RtcDetector(BaseFormatDetector):
         """The delta as SGLang's result, keeping the detector's per-call bookkeeping."""
         items = []
         for call in delta.calls:
-            while len(self.streamed_args_for_tool) <= call.index:
-                self.streamed_args_for_tool.append("")
-                self.prev_tool_call_arr.append({"name": None, "arguments": ""})
             current: int = getattr(self, "current_tool_id", -1)
             self.current_tool_id = max(current, call.index)
-            self.streamed_args_for_tool[call.index] += call.arguments
-            entry = self.prev_tool_call_arr[call.index]
-            entry["name"] = entry["name"] or call.name
-            entry["arguments"] = self.streamed_args_for_tool[call.index]
+            record_call(self.streamed_args_for_tool, self.prev_tool_call_arr, call)
             items.append(
                 ToolCallItem(tool_index=call.index, name=call.name, parameters=call.arguments)
             )

@@ -76,6 +76,7 @@ from integrations.serving import (
     catalog_names,
     parse_whole,
     parser_for,
+    record_call,
     shape_of,
     split_reasoning,
     without_thinking,
@@ -223,15 +224,9 @@ class RtcToolParser(ToolParser):
     def _track(self, delta: Delta) -> DeltaMessage | None:
         """Keep vLLM's bookkeeping (what each call's arguments sent so far) up to date."""
         for call in delta.calls:
-            while len(self.streamed_args_for_tool) <= call.index:
-                self.streamed_args_for_tool.append("")
-                self.prev_tool_call_arr.append({"name": None, "arguments": ""})
             current: int = getattr(self, "current_tool_id", -1)
             self.current_tool_id = max(current, call.index)
-            self.streamed_args_for_tool[call.index] += call.arguments
-            entry = self.prev_tool_call_arr[call.index]
-            entry["name"] = entry["name"] or call.name
-            entry["arguments"] = self.streamed_args_for_tool[call.index]
+            record_call(self.streamed_args_for_tool, self.prev_tool_call_arr, call)
         self.current_tool_name_sent = self.current_tool_id >= 0
         return _delta_message(delta)
 

@@ -23,12 +23,14 @@ from hypothesis import strategies as st
 import generated.smollm3
 from compiler import load_parser
 from integrations.serving import (
+    CallDelta,
     Delta,
     ReasoningStream,
     ResponseStream,
     catalog_names,
     parse_whole,
     parser_for,
+    record_call,
     shape_of,
     without_thinking,
 )
@@ -244,3 +246,29 @@ def test_a_long_output_fed_whole_hands_on_what_one_parse_of_it_does(data: st.Dat
         reasoning = "".join(step.reasoning for step in steps)
         results.append((reasoning, "".join(step.content for step in steps), stream.saw_thinking))
     assert results[0] == results[1]
+
+
+@given(
+    parts=st.lists(
+        st.tuples(st.integers(0, 3), st.none() | st.sampled_from(["f", "g"]), st.text(max_size=5))
+    )
+)
+def test_an_engine_parser_records_each_calls_arguments_as_sent(parts: list[Any]) -> None:
+    """`record_call` (the plugins' bookkeeping for their engines): for each call index, the
+    arguments sent so far, in both places the engines read them, and the first name sent;
+    earlier strings handed out are left as they were (the arguments grow in place only when
+    nothing else holds them)."""
+    streamed: list[str] = []
+    previous: list[dict[str, Any]] = []
+    seen: list[str] = []
+    for index, name, arguments in parts:
+        record_call(streamed, previous, CallDelta(index, name=name, arguments=arguments))
+        seen.append(streamed[index])  # a reference held elsewhere, as an engine may hold one
+    size = max((index + 1 for index, _, _ in parts), default=0)
+    assert streamed == ["".join(a for i, _, a in parts if i == index) for index in range(size)]
+    names = [next((n for i, n, _ in parts if i == index and n), None) for index in range(size)]
+    assert previous == [{"name": n, "arguments": a} for n, a in zip(names, streamed, strict=True)]
+    grown: dict[int, str] = {}
+    for (index, _, arguments), held in zip(parts, seen, strict=True):
+        grown[index] = grown.get(index, "") + arguments
+        assert held == grown[index]
