@@ -542,8 +542,8 @@ def _grown(stream: ReasoningStream, name: str, more: str) -> str:
     """The stream's str attribute `name` with `more` after it, taken from the stream first:
     with no other reference to it, CPython grows the string in place (amortised
     O(len(more))) instead of copying it, so a long reasoning costs linear time, not
-    quadratic (`self.text += more` copies: 85 us a chunk at 540K characters, against 4 at
-    13K, before this)."""
+    quadratic (with `self.text += more`, and the OpenAI stream keeping the text it sent, a
+    chunk of a 540K-character reasoning cost 85 us, one of a 13K one 4 us)."""
     text = getattr(stream, name)
     setattr(stream, name, "")
     text += more
