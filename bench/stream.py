@@ -4,7 +4,8 @@ A coding agent's call can carry a whole file in one argument, and a reasoning mo
 think for a million characters. Each case is one such region, grown to 256 KB and to 1 MB,
 fed in 4-character chunks: the bare parser, the OpenAI stream (integrations.openai) with
 calls sent whole at their close and with argument fragments, and the engines' reasoning
-half (integrations.serving.ReasoningStream, which the vLLM and SGLang plugins run). A
+half (integrations.serving.ReasoningStream, which the vLLM and SGLang plugins run), also
+in 40-character deltas (times per delta). A
 linear stream spends the same time per chunk at both sizes (growth ~1; a stream that
 copies what it has so far on each chunk grows about 4x). Results go to bench/stream.json;
 a growth over MAX_GROWTH fails.
@@ -62,13 +63,15 @@ CASES: dict[str, tuple[str, Callable[[int], str]]] = {
 }
 
 
-def per_chunk_us(feed: Callable[[str], Any], finish: Callable[[], Any], text: str) -> float:
+def per_chunk_us(
+    feed: Callable[[str], Any], finish: Callable[[], Any], text: str, chunk: int = CHUNK
+) -> float:
     gc.collect()
     start = time.perf_counter()
-    for i in range(0, len(text), CHUNK):
-        feed(text[i : i + CHUNK])
+    for i in range(0, len(text), chunk):
+        feed(text[i : i + chunk])
     finish()
-    return (time.perf_counter() - start) / (len(text) / CHUNK) * 1e6
+    return (time.perf_counter() - start) / (len(text) / chunk) * 1e6
 
 
 def timed(model: str, mode: str, text: str) -> float:
@@ -76,9 +79,10 @@ def timed(model: str, mode: str, text: str) -> float:
     if mode == "parser":
         parser = parser_class("", on_error="content")
         return per_chunk_us(parser.feed, parser.finalize, text)
-    if mode == "reasoning":
+    if mode.startswith("reasoning"):  # "reasoning 40": deltas of 40 characters
         reasoning = ReasoningStream(parser_class)
-        return per_chunk_us(reasoning.feed, reasoning.finish, text)
+        chunk = int(mode.split()[1]) if " " in mode else CHUNK
+        return per_chunk_us(reasoning.feed, reasoning.finish, text, chunk)
     stream = CompletionStream(parser_class, "", tool_args=mode)
     return per_chunk_us(stream.feed, stream.finish, text)
 
@@ -91,10 +95,10 @@ def main() -> int:
     failed = []
     for label, (model, build) in CASES.items():
         row: dict[str, Any] = {"case": label, "model": model}
-        for mode in ("parser", "whole", "fragments", "reasoning"):
-            # Each size the best of two runs: one slow moment of a shared machine reads as growth.
+        for mode in ("parser", "whole", "fragments", "reasoning", "reasoning 40"):
+            # Each size the best of three runs: one slow moment of a shared machine reads as growth.
             small, large = (
-                min(timed(model, mode, build(size)) for _ in range(2))
+                min(timed(model, mode, build(size)) for _ in range(3))
                 for size in (256 * KB, 1024 * KB)
             )
             row[mode] = {"us_per_chunk_256K": small, "us_per_chunk_1M": large}
