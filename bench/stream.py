@@ -5,10 +5,9 @@ think for a million characters. Each case is one such region, grown to 256 KB an
 fed in 4-character chunks: the bare parser, the OpenAI stream (integrations.openai) with
 calls sent whole at their close and with argument fragments, and the engines' reasoning
 half (integrations.serving.ReasoningStream, which the vLLM and SGLang plugins run), also
-in 40-character deltas (times per delta). A
-linear stream spends the same time per chunk at both sizes (growth ~1; a stream that
-copies what it has so far on each chunk grows about 4x). Results go to bench/stream.json;
-a growth over MAX_GROWTH fails.
+in 40-character deltas (times per delta). A linear stream spends the same time per chunk at
+both sizes (growth ~1; a stream that copies what it has so far on each chunk grows about
+4x). Results go to bench/stream.json; a growth over MAX_GROWTH fails.
 """
 
 from __future__ import annotations
@@ -104,7 +103,7 @@ def main() -> int:
             row[mode] = {"us_per_chunk_256K": small, "us_per_chunk_1M": large}
             row[mode]["growth"] = large / small
             print(
-                f"{label:46} {mode:9} {small:6.2f} us/chunk at 256K, {large:6.2f} at 1M"
+                f"{label:46} {mode:12} {small:6.2f} us/chunk at 256K, {large:6.2f} at 1M"
                 f" (x{large / small:.2f})"
             )
             if large / small > MAX_GROWTH:
