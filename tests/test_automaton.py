@@ -277,6 +277,42 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     assert state.held_unless_started(text) == (None if may_start else expected)
 
 
+WINDOWS = [(2, 4, 2), (2, 4, 4), (3, 8, 2), (8, 64, 4), (512, 64, 4)]  # SPARSE, CLOSE, GROWTH
+
+
+@given(
+    literals=st.lists(
+        st.sampled_from(["<", "<a", "<<", "<ab", "<a<", "</b", "<<ab"]), min_size=1, max_size=3
+    ),
+    text=st.lists(st.sampled_from(["<", "<<", "<a", "<ab", "a", "b/", " "]), max_size=50),
+    skipped=st.integers(0, 8),
+    cut=st.integers(0, 8),
+)
+def test_probing_and_windowed_searches_find_the_leftmost_match(
+    literals: list[str], text: list[str], skipped: int, cut: int
+) -> None:
+    """find_literal and first_match (memchr probes, then windows that grow) give what one
+    search gives, wherever candidates lie close or far and windows end in a match."""
+    buf = "".join(text)
+    start = min(skipped, len(buf))
+    end = max(start, len(buf) - cut)
+    pattern = re.compile(trie_pattern(literals))
+    match = pattern.search(buf, start)
+    leftmost = -1 if match is None else match.start()
+    longest = max(map(len, literals))
+    automaton = runtime.automaton
+    saved = automaton.SPARSE, automaton.CLOSE, automaton.GROWTH
+    try:
+        for automaton.SPARSE, automaton.CLOSE, automaton.GROWTH in WINDOWS:
+            for literal in literals:
+                assert automaton.find_literal(buf, literal, start, end) == buf.find(
+                    literal, start, end
+                )
+            assert automaton.first_match(buf, "<", pattern, start, longest) == leftmost
+    finally:
+        automaton.SPARSE, automaton.CLOSE, automaton.GROWTH = saved
+
+
 CHEAP = [
     r"</tool_call>\s*",
     r"\s*(?:<tool_call>\s*)?<function=(?P<name>[^>\n]+)>",
