@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import runtime.automaton
@@ -288,6 +288,7 @@ WINDOWS = [(2, 4, 2), (2, 4, 4), (3, 8, 2), (8, 64, 4), (512, 64, 4)]  # SPARSE,
     skipped=st.integers(0, 8),
     cut=st.integers(0, 8),
 )
+@example(literals=["<<ab", "<ab", "<a"], text=["<<", "<ab"], skipped=0, cut=0)  # two in one window
 def test_probing_and_windowed_searches_find_the_leftmost_match(
     literals: list[str], text: list[str], skipped: int, cut: int
 ) -> None:
@@ -299,18 +300,19 @@ def test_probing_and_windowed_searches_find_the_leftmost_match(
     pattern = re.compile(trie_pattern(literals))
     match = pattern.search(buf, start)
     leftmost = -1 if match is None else match.start()
-    longest = max(map(len, literals))
+    texts = tuple(dict.fromkeys(literals))
     automaton = runtime.automaton
-    saved = automaton.SPARSE, automaton.CLOSE, automaton.GROWTH
+    saved = automaton.SPARSE, automaton.CLOSE, automaton.GROWTH, automaton.FEW_TEXTS
     try:
         for automaton.SPARSE, automaton.CLOSE, automaton.GROWTH in WINDOWS:
             for literal in literals:
                 assert automaton.find_literal(buf, literal, start, end) == buf.find(
                     literal, start, end
                 )
-            assert automaton.first_match(buf, "<", pattern, start, longest) == leftmost
+            for automaton.FEW_TEXTS in (0, len(texts)):  # a regex, or a search per text
+                assert automaton.first_match(buf, "<", pattern, start, texts) == leftmost
     finally:
-        automaton.SPARSE, automaton.CLOSE, automaton.GROWTH = saved
+        automaton.SPARSE, automaton.CLOSE, automaton.GROWTH, automaton.FEW_TEXTS = saved
 
 
 CHEAP = [
