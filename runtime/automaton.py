@@ -65,12 +65,13 @@ ONE_SEARCH_SPAN = 16
 # long literal is checked with startswith instead and still costs O(L) to declare.
 MAX_PIECES = 4096
 # Candidate positions (memchr on a first character) are checked one by one (find_literal,
-# first_match): a check costs about what a multi-character search costs over some 500
-# characters. Where the next one lies closer than CLOSE characters, a window of SPARSE
-# characters from it is searched instead, each further window GROWTH times as wide (a
-# window costs a call, ~0.5 us, besides its search): O(log n) windows over n characters.
+# first_match): a check costs about what a multi-character search costs over some SPARSE
+# characters. Where DENSE checked in a row lie closer than that on average, a window of
+# SPARSE characters is searched instead, each further window GROWTH times as wide (a
+# window costs a call, ~0.5 us, besides its search) while they stay dense, back to SPARSE
+# once they are sparse again (a search over prose costs several times a memchr).
 SPARSE = 512
-CLOSE = 64
+DENSE = 3
 GROWTH = 4
 # A window is searched for each of this many texts or fewer with `str.find`, for more with
 # one regex (first_match).
@@ -96,32 +97,39 @@ def find_literal(buf: str, literal: str, start: int, end: int) -> int:
 
     str.find on one character is a memchr, several times faster than a multi-character
     search on ordinary prose, where a delimiter's first character seldom occurs: each place
-    of it is checked. Where they lie close (XML, code, a tool call's body), one search
-    covers the next SPARSE characters, and each later window GROWTH times as many, so that
-    a text dense in that character all through costs O(log n) searches, O(n) in all.
-    (Probing 16 places before one search of the rest cost 2.6 us to find `</tool_call>`
-    past the tags of a call's XML, where one search takes 0.2 us.)
+    of it is checked. Where DENSE places in a row lie less than SPARSE characters apart on
+    average (XML, code, a tool call's body, `f` in English), one search covers the next
+    SPARSE characters, and each later window GROWTH times as many while they stay dense,
+    so that a text dense in that character all through costs O(log n) searches, O(n) in
+    all. (Probing 16 places before one search of the rest cost 2.6 us to find
+    `</tool_call>` past the tags of a call's XML, where one search takes 0.2 us.)
     """
     find = buf.find
     if end - start <= SPARSE:  # no longer than one check costs
         return find(literal, start, end)
     lead = literal[0]
     width = SPARSE
+    checked, since = 0, start  # places checked one by one since `since`
     index = find(lead, start, end)
     while index != -1:
         if buf.startswith(literal, index, end):
             return index
-        after = find(lead, index + 1, end)
-        if after == -1 or after - index >= CLOSE:
-            index = after
+        checked += 1
+        if checked < DENSE:
+            index = find(lead, index + 1, end)
             continue
-        stop = min(end, after + width)
-        found = find(literal, after, stop)
+        if index - since >= checked * SPARSE:  # sparse: go on checking places
+            width, checked, since = SPARSE, 0, index
+            index = find(lead, index + 1, end)
+            continue
+        stop = min(end, index + 1 + width)
+        found = find(literal, index + 1, stop)
         if found != -1 or stop == end:
             return found
         # On from the first place whose match the window could not hold whole.
         width *= GROWTH
-        index = find(lead, max(after, stop - len(literal) + 1), end)
+        index = find(lead, max(index + 1, stop - len(literal) + 1), end)
+        checked, since = 0, index
     return -1
 
 
@@ -146,21 +154,27 @@ def piece_at_end(text: str, literal: str, start: int = 0) -> int:
 def first_match(buf: str, lead: str, pattern: Any, pos: int, texts: tuple[str, ...]) -> int:
     """Start of the leftmost match of `pattern` at or after `pos`, or -1, where `pattern`
     matches exactly `texts`, which all start with the character `lead`: a memchr for it,
-    then a match there, as find_literal checks places; where they lie close, one search
+    then a match there, as find_literal checks places; where they lie dense, one search
     over a window (one `str.find` per text when there are at most FEW_TEXTS: on `<`-dense
     text a regex of two texts took 102 us over 80K characters, their two searches 75 us)."""
     find = buf.find
     starts = pattern.match
     size = len(buf)
     width = SPARSE
+    checked, since = 0, pos
     index = find(lead, pos)
     while index != -1:
         if starts(buf, index):
             return index
-        after = find(lead, index + 1)
-        if after == -1 or after - index >= CLOSE:
-            index = after
+        checked += 1
+        if checked < DENSE:
+            index = find(lead, index + 1)
             continue
+        if index - since >= checked * SPARSE:
+            width, checked, since = SPARSE, 0, index
+            index = find(lead, index + 1)
+            continue
+        after = index + 1
         stop = min(size, after + width)
         found = -1
         if len(texts) <= FEW_TEXTS:
@@ -178,6 +192,7 @@ def first_match(buf: str, lead: str, pattern: Any, pos: int, texts: tuple[str, .
             return found
         width *= GROWTH
         index = find(lead, max(after, edge))
+        checked, since = 0, index
     return -1
 
 
@@ -1025,9 +1040,9 @@ class State:
             if len(skip_leads) == 1 and not self.led and self.starts and not single
             else None
         )
-        # ... and the only start text, if there is one, which find_literal finds: on text
-        # dense in its first character (a thinking state watching `</think>` over `<`-dense
-        # text) `str.find` took 37 us over 80K characters, a regex of the start texts 58 us.
+        # ... and the only start text, if there is one (delimiters that all start alike),
+        # which find_literal finds: on text dense in its first character a regex of the
+        # start texts cost 58 us over 80K characters, `str.find` 37 us.
         self.skip_text = self.start_texts[0] if len(self.start_texts) == 1 else None
         self.skip_key = object()
         # Whether a piece of a start text at the end of a chunk is exactly the text a scan
@@ -1151,7 +1166,7 @@ class State:
     def _find(self, buf: str, pos: int, memo: dict[Any, Any]) -> int:
         """Leftmost start of any watched literal at or after `pos`, or -1."""
         literal = self.one_literal
-        if literal is not None:
+        if literal is not None:  # (on 80K characters of prose: str.find 37 us, find_literal 9)
             if len(buf) - pos <= SPARSE:
                 return buf.find(literal, pos)
             return find_literal(buf, literal, pos, len(buf))

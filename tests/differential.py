@@ -152,17 +152,17 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     ones reach: waiting on every hold (CompiledParser.WAIT_AFTER), joining a region's
     chunks into blocks every two (PARTS_PER_BLOCK, also read by the generated module of
     `parser_cls`), searching for a literal over windows from two characters on wherever
-    two candidates lie within four (SPARSE, CLOSE), one partial search instead of single
-    attempts (ATTEMPTS), split regex searches on every buffer (SPLIT_AFTER), every partial
-    search of a pattern led by a run first asking where one can start (LEAD_SPAN), and
-    every scan step first asking where a match can start (SKIP_AFTER)."""
+    two candidates in a row lie within four (SPARSE, DENSE), one partial search instead
+    of single attempts (ATTEMPTS), split regex searches on every buffer (SPLIT_AFTER),
+    every partial search of a pattern led by a run first asking where one can start
+    (LEAD_SPAN), and every scan step first asking where a match can start (SKIP_AFTER)."""
     generated = _module_globals(parser_cls)
     automaton = runtime.automaton
     saved = (
         CompiledParser.WAIT_AFTER,
         runtime.regions.PARTS_PER_BLOCK,
         generated.get("PARTS_PER_BLOCK"),
-        (automaton.CLOSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER),
+        (automaton.DENSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER),
         runtime.scanner.SKIP_AFTER,
         automaton.LEAD_SPAN,
     )
@@ -170,7 +170,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
     runtime.regions.PARTS_PER_BLOCK = 2
     if "PARTS_PER_BLOCK" in generated:
         generated["PARTS_PER_BLOCK"] = 2
-    automaton.CLOSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = 4, 2, 1, 0
+    automaton.DENSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = 2, 2, 1, 0
     runtime.scanner.SKIP_AFTER = -1
     automaton.LEAD_SPAN = 0
     try:
@@ -179,7 +179,7 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         CompiledParser.WAIT_AFTER, runtime.regions.PARTS_PER_BLOCK = saved[:2]
         if "PARTS_PER_BLOCK" in generated:
             generated["PARTS_PER_BLOCK"] = saved[2]
-        automaton.CLOSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
+        automaton.DENSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
         runtime.scanner.SKIP_AFTER = saved[4]
         automaton.LEAD_SPAN = saved[5]
 

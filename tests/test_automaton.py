@@ -277,7 +277,7 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     assert state.held_unless_started(text) == (None if may_start else expected)
 
 
-WINDOWS = [(2, 4, 2), (2, 4, 4), (3, 8, 2), (8, 64, 4), (512, 64, 4)]  # SPARSE, CLOSE, GROWTH
+WINDOWS = [(2, 1, 2), (3, 1, 2), (2, 2, 4), (3, 3, 2), (8, 3, 4), (512, 3, 4)]  # SPARSE, DENSE, GROWTH
 
 
 @given(
@@ -288,7 +288,8 @@ WINDOWS = [(2, 4, 2), (2, 4, 4), (3, 8, 2), (8, 64, 4), (512, 64, 4)]  # SPARSE,
     skipped=st.integers(0, 8),
     cut=st.integers(0, 8),
 )
-@example(literals=["<<ab", "<ab", "<a"], text=["<<", "<ab"], skipped=0, cut=0)  # two in one window
+@example(literals=["<<ab", "<ab", "<a"], text=["<<", "<ab"], skipped=0, cut=0)  # one runs past
+@example(literals=["<<ab", "<a"], text=["<<", "<<ab"], skipped=0, cut=0)  # two in one window
 def test_probing_and_windowed_searches_find_the_leftmost_match(
     literals: list[str], text: list[str], skipped: int, cut: int
 ) -> None:
@@ -302,9 +303,9 @@ def test_probing_and_windowed_searches_find_the_leftmost_match(
     leftmost = -1 if match is None else match.start()
     texts = tuple(dict.fromkeys(literals))
     automaton = runtime.automaton
-    saved = automaton.SPARSE, automaton.CLOSE, automaton.GROWTH, automaton.FEW_TEXTS
+    saved = automaton.SPARSE, automaton.DENSE, automaton.GROWTH, automaton.FEW_TEXTS
     try:
-        for automaton.SPARSE, automaton.CLOSE, automaton.GROWTH in WINDOWS:
+        for automaton.SPARSE, automaton.DENSE, automaton.GROWTH in WINDOWS:
             for literal in literals:
                 assert automaton.find_literal(buf, literal, start, end) == buf.find(
                     literal, start, end
@@ -312,7 +313,7 @@ def test_probing_and_windowed_searches_find_the_leftmost_match(
             for automaton.FEW_TEXTS in (0, len(texts)):  # a regex, or a search per text
                 assert automaton.first_match(buf, "<", pattern, start, texts) == leftmost
     finally:
-        automaton.SPARSE, automaton.CLOSE, automaton.GROWTH, automaton.FEW_TEXTS = saved
+        automaton.SPARSE, automaton.DENSE, automaton.GROWTH, automaton.FEW_TEXTS = saved
 
 
 CHEAP = [
