@@ -277,7 +277,8 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     assert state.held_unless_started(text) == (None if may_start else expected)
 
 
-WINDOWS = [(2, 1, 2), (3, 1, 2), (2, 2, 4), (3, 3, 2), (8, 3, 4), (512, 3, 4)]  # SPARSE, DENSE, GROWTH
+# (SPARSE, DENSE, GROWTH): windows from two characters on, after one place checked or more.
+WINDOWS = [(2, 1, 2), (3, 1, 2), (2, 2, 4), (3, 3, 2), (8, 3, 4), (512, 3, 4)]
 
 
 @given(
