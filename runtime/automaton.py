@@ -101,8 +101,9 @@ def find_literal(buf: str, literal: str, start: int, end: int) -> int:
     average (XML, code, a tool call's body, `f` in English), one search covers the next
     SPARSE characters, and each later window GROWTH times as many while they stay dense,
     so that a text dense in that character all through costs O(log n) searches, O(n) in
-    all. (Probing 16 places before one search of the rest cost 2.6 us to find
-    `</tool_call>` past the tags of a call's XML, where one search takes 0.2 us.)
+    all. (Checking 16 places before one search of the rest cost 2.3 us to find
+    `</tool_call>` past the tags of a call's XML, where one search takes 0.2 us; three
+    places and a window, 1.6 us.)
     """
     find = buf.find
     if end - start <= SPARSE:  # no longer than one check costs
