@@ -21,10 +21,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from transformers.utils.chat_parsing import ResponseParser
+from transformers.utils.chat_parsing.response_templates import load_response_template
 
 import runtime.automaton
 import runtime.regions
 import runtime.scanner
+from compiler import load_parser
 from runtime import CompiledParser
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
@@ -144,6 +146,18 @@ def check(
     actual = compiled_trace(parser_cls, prefix, chunks, tools)
     assert_same_trace(expected, actual, f"prefix={prefix!r} chunks={list(chunks)!r}")
     CASES["count"] += 1
+
+
+def accepted_parser(data: Any, drawn: Any) -> tuple[Any, list[str], list[str], Any] | None:
+    """(template, literals, regex samples, compiled Parser class) of a template drawn from
+    `drawn` (strategies.templates and the like) that the reference loads; None for one it
+    refuses (the example then checks nothing more)."""
+    template, literals, samples = data.draw(drawn, label="template")
+    try:
+        load_response_template(template)
+    except (ValueError, TypeError):
+        return None
+    return template, literals, samples, load_parser(template)
 
 
 @contextmanager

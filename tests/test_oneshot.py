@@ -16,14 +16,12 @@ from typing import Any
 
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
-from differential import canon, reference_trace, shrunk_thresholds
+from differential import accepted_parser, canon, reference_trace, shrunk_thresholds
 from fixtures import ON_ERROR, load_fixtures
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import outputs_for, prefixes, templates
-from transformers.utils.chat_parsing.response_templates import load_response_template
 
-from compiler import load_parser
 from compiler.catalog import entry_names, load_entry
 from compiler.spec import uses_extensions
 
@@ -158,12 +156,10 @@ def test_catalog_outputs_parse_one_shot_as_streamed(name: str, data: Any) -> Non
 
 @given(data=st.data())
 def test_random_templates_parse_one_shot_as_streamed(data: Any) -> None:
-    template, literals, samples = data.draw(templates(), label="template")
-    try:
-        load_response_template(template)
-    except (ValueError, TypeError):
+    drawn = accepted_parser(data, templates())
+    if drawn is None:
         return
-    parser = load_parser(template)
+    template, literals, samples, parser = drawn
     text = data.draw(outputs_for(literals, samples), label="output")
     prefix = data.draw(
         st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),

@@ -18,14 +18,13 @@ from unittest import mock
 
 import pytest
 from catalog_samples import TOOLS
+from differential import accepted_parser
 from fixtures import ON_ERROR, load_fixtures
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes, templates
-from transformers.utils.chat_parsing.response_templates import load_response_template
 
 import runtime.parser
-from compiler import load_parser
 from compiler.catalog import entry_names
 
 
@@ -67,12 +66,10 @@ def _taken_up(parser_cls: Any, prefix: str, chunks: list[str], **options: Any) -
 
 @given(data=st.data())
 def test_random_templates_take_up_a_prefix_as_they_scan_it(data: Any) -> None:
-    template, literals, samples = data.draw(templates(), label="template")
-    try:
-        load_response_template(template)
-    except (ValueError, TypeError):
+    drawn = accepted_parser(data, templates())
+    if drawn is None:
         return
-    parser = load_parser(template)
+    template, literals, samples, parser = drawn
     prefix = data.draw(prefixes(template, outputs_for(literals, samples, 4)), label="prefix")
     text = data.draw(outputs_for(literals, samples), label="output")
     chunks = data.draw(chunkings(text), label="chunks")
