@@ -147,10 +147,9 @@ class Parser(CompiledParser):
                 routed = self._hold_run(text)
                 if routed is None:
                     return self._feed_run(text)
-                self._fed += len(text)
+                # Received: the chunk. Uncounted in the region's chunks: what is routed now.
+                self._fed += len(text) - len(routed)
                 text = routed
-            else:
-                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -167,10 +166,9 @@ class Parser(CompiledParser):
                 routed = self._hold_run(text)
                 if routed is None:
                     return self._feed_run(text)
-                self._fed += len(text)
+                # Received: the chunk. Uncounted in the region's chunks: what is routed now.
+                self._fed += len(text) - len(routed)
                 text = routed
-            else:
-                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -168,10 +168,9 @@ class Parser(CompiledParser):
                 routed = self._hold_run(text)
                 if routed is None:
                     return self._feed_run(text)
-                self._fed += len(text)
+                # Received: the chunk. Uncounted in the region's chunks: what is routed now.
+                self._fed += len(text) - len(routed)
                 text = routed
-            else:
-                self._fed += len(text)
             self._context = (self._context + text)[-15:]
             parts = self._parts
             parts.append(text)
@@ -185,7 +184,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = (self._context + text)[-15:]
             parts = self._parts
             parts.append(text)
@@ -199,7 +197,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("/" in text or "<" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = (self._context + text)[-15:]
             parts = self._parts
             parts.append(text)

@@ -124,7 +124,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("\n" in text or "<" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = text[-1:]
             parts = self._parts
             parts.append(text)
@@ -138,7 +137,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = text[-1:]
             parts = self._parts
             parts.append(text)
@@ -152,7 +150,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = text[-1:]
             parts = self._parts
             parts.append(text)

@@ -129,7 +129,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -142,7 +141,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -155,7 +153,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

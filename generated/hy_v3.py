@@ -179,10 +179,9 @@ class Parser(CompiledParser):
                 routed = self._hold_run(text)
                 if routed is None:
                     return self._feed_run(text)
-                self._fed += len(text)
+                # Received: the chunk. Uncounted in the region's chunks: what is routed now.
+                self._fed += len(text) - len(routed)
                 text = routed
-            else:
-                self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -195,7 +194,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -208,7 +206,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

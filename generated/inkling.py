@@ -135,7 +135,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -148,7 +147,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -161,7 +159,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -125,7 +125,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "{" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._append_context(text)
             parts = self._parts
             parts.append(text)

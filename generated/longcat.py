@@ -96,7 +96,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -109,7 +108,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if "<" in text and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -122,7 +122,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "[" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -135,7 +134,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "[" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -148,7 +146,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "[" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

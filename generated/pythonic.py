@@ -104,7 +104,6 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "[" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._fed += len(text)
             self._context = (self._context + text)[-2:]
             parts = self._parts
             parts.append(text)

@@ -70,23 +70,27 @@ class Regions(Scanner):
         return {}
 
     def _accumulate(self, events: list[Event], text: str) -> None:
-        state = self._state
-        field = state.field
+        field = self._state.field
         if field is None:
             return  # the null sink
         if not self._opened:
             events.append({"type": "region_open", "field": field})
             self._opened = True
-            self._opened_at = self._base + self._pos
+            self._opened_at = self._received() + self._base + self._pos
+        events.append(self._chunk(text))
+
+    def _chunk(self, text: str) -> Event:
+        state = self._state
         parts = self._parts
         parts.append(text)
+        self._fed -= len(text)  # counted as received: now it is in `_parts`
         if len(parts) >= PARTS_PER_BLOCK:
             self._compact()
-        events.append({"type": "region_chunk", "field": field, "text": text, "dirty": state.dirty})
+        return {"type": "region_chunk", "field": state.field, "text": text, "dirty": state.dirty}
 
     def _open(self, events: list[Event], state: State, match: Any, start: int) -> None:
         self._state = state
-        self._opened_at = self._base + start
+        self._opened_at = self._received() + self._base + start
         if self._on_error == "content":
             self._open_text = self._buf[start : self._pos]
         if match is None:
@@ -95,8 +99,7 @@ class Regions(Scanner):
             self._captures = {
                 key: value for key, value in match.groupdict().items() if value is not None
             }
-        self._parts = []
-        self._blocks = []
+        self._drop_parts()
         self._opened = True
         events.append({"type": "region_open", "field": state.field})
 
@@ -122,8 +125,7 @@ class Regions(Scanner):
                     raise located from error
         self._state = self.START
         self._captures = {}
-        self._parts = []
-        self._blocks = []
+        self._drop_parts()
         self._opened = False
 
     def _locate(self, error: Exception, state: State) -> Exception:
@@ -233,8 +235,7 @@ class Regions(Scanner):
         )
         self._state = implicit
         self._captures = {}
-        self._parts = []
-        self._blocks = []
+        self._drop_parts()
         self._opened = False
         if implicit.field is None:  # no implicit field: the text is reported, not kept
             return
@@ -248,6 +249,7 @@ class Regions(Scanner):
             else:
                 self._output[implicit.field] = before
             self._parts.insert(0, earlier)
+            self._fed -= len(earlier)
 
     def _compact(self) -> None:
         """Join the region's small chunks into one block.
@@ -256,8 +258,22 @@ class Regions(Scanner):
         strings they would cost some fifty bytes each. Blocks keep memory near the text's
         own size, and each character is copied once more, not once per chunk.
         """
-        self._blocks.append("".join(self._parts))
+        block = "".join(self._parts)
+        self._blocks.append(block)
         self._parts = []
+        self._fed += len(block)
+
+    def _drop_parts(self) -> None:
+        """Empty the region's text (its characters stay received)."""
+        parts = self._parts
+        if parts:
+            self._fed += sum(map(len, parts))
+            self._parts = []
+        self._blocks = []
+
+    def _received(self) -> int:
+        # Regions keep the chunks a fast path did not count in `_parts` (Scanner._fed).
+        return self._fed + sum(map(len, self._parts))
 
     def _body(self) -> str:
         """The open region's whole text, kept as one part: a close that raises leaves the
@@ -265,10 +281,12 @@ class Regions(Scanner):
         parts = self._parts
         if not self._blocks and len(parts) == 1:
             return parts[0]
-        self._blocks.append("".join(parts))
+        latest = "".join(parts)
+        self._blocks.append(latest)
         body = "".join(self._blocks)
         self._blocks = []
         self._parts = [body]
+        self._fed -= len(body) - len(latest)  # the earlier blocks' text is in `_parts` now
         return body
 
     def _coerce(self, value: Any) -> Any:

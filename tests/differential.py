@@ -16,7 +16,7 @@ reference emitted before the budget ran out.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -75,7 +75,11 @@ def _step(action: Any) -> tuple[str, Any]:
         return ("raise", type(error))
 
 
-def trace(make: Any, chunks: Sequence[str]) -> list[tuple[str, Any]]:
+def trace(
+    make: Any, chunks: Sequence[str], received: Callable[[Any], int] | None = None
+) -> list[tuple[str, Any]]:
+    """The trace of a parser `make()` builds, fed `chunks`. With `received`, each feed
+    that returns also checks that `received(parser)` counts every character fed so far."""
     steps: list[tuple[str, Any]] = []
     holder: list[Any] = []
 
@@ -87,10 +91,14 @@ def trace(make: Any, chunks: Sequence[str]) -> list[tuple[str, Any]]:
     if steps[-1][0] != "ok":
         return steps
     parser = holder[0]
+    fed = 0
     for chunk in chunks:
         steps.append(_step(lambda chunk=chunk: parser.feed(chunk)))
         if steps[-1][0] == "hang":
             return steps
+        fed += len(chunk)
+        if received is not None and steps[-1][0] == "ok":
+            assert received(parser) == fed, f"{received(parser)} characters counted, {fed} fed"
     steps.append(_step(parser.finalize))
     if steps[-1][0] == "ok":
         steps.append(_step(lambda: parser.feed("more")))
@@ -107,7 +115,12 @@ def reference_trace(
 def compiled_trace(
     parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None
 ) -> list[tuple[str, Any]]:
-    return trace(lambda: parser_cls(prefix, tools=tools), chunks)
+    return trace(lambda: parser_cls(prefix, tools=tools), chunks, _received)
+
+
+def _received(parser: Any) -> int:
+    """What a compiled parser counts as received (error offsets count from it)."""
+    return parser._received()  # type: ignore[no-any-return]
 
 
 def assert_same_trace(
