@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,6 +21,9 @@ TEXTS = st.one_of(
     st.text(max_size=12),
     st.text(alphabet=' \t\n\r\ufeff{}[]"-019.eEtfnNIaruls', max_size=12),
     st.tuples(st.sampled_from(["", " ", "\n\t", "\r", "\ufeff", "x"]), JSON_VALUES).map("".join),
+    st.tuples(JSON_VALUES, st.sampled_from(["", " ", "\n", " \r\t", " x", "]", "}", "1"])).map(
+        "".join
+    ),
     st.sampled_from(
         ["NaN", "Infinity", "-Infinity", " null", "true", "false", "-", "I", "\ufeff1"]
     ),
@@ -35,7 +40,21 @@ def _loaded_or_text(text: str, strip: bool) -> Any:
 @given(text=TEXTS, strip=st.booleans())
 def test_json_allowing_non_json_is_json_loads_or_the_text(text: str, strip: bool) -> None:
     """`allow_non_json` skips json.loads on text it must refuse (runtime.content
-    `_json_may_start`): the answer is still json.loads's, or the text where it raises."""
+    `_JSON_STARTS`): the answer is still json.loads's, or the text where it raises."""
     result = parse_json(text, allow_non_json=True, strip=strip)
     expected = _loaded_or_text(text, strip)
     assert json.dumps(result) == json.dumps(expected)
+
+
+@given(text=TEXTS)
+def test_json_is_json_loads_with_its_error(text: str) -> None:
+    """parse_json calls the decoder's scanner itself (runtime.content `_decoded`): the value
+    is json.loads's, and where json.loads raises, the ValueError names its message and
+    position."""
+    try:
+        expected = json.loads(text)
+    except json.JSONDecodeError as error:
+        with pytest.raises(ValueError, match=re.escape(f"{error.msg} at character {error.pos}:")):
+            parse_json(text)
+    else:
+        assert json.dumps(parse_json(text)) == json.dumps(expected)
