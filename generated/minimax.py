@@ -122,7 +122,7 @@ class Parser(CompiledParser):
                 routed = self._hold_run(text)
                 if routed is None:
                     return self._feed_run(text)
-                # Received: the chunk. Uncounted in the region's chunks: what is routed now.
+                # `_fed` counts the chunk, less what goes into the region (Scanner._fed).
                 self._fed += len(text) - len(routed)
                 text = routed
             parts = self._parts

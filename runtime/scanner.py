@@ -4,9 +4,10 @@ A parser routes generated text to the open region of its current state. This hal
 it decides where regions open and close: it keeps the held-back text (`_pending`: text
 that may still be, or begin, a delimiter), the left context regex delimiters may look
 behind into, and runs the scan loop of docs/design.md ("One scan step") over them. It
-hands what it finds to three hooks, which runtime.regions implements: text for the open
-region (`_accumulate`), a region opening (`_open`) and the open region closing
-(`_close_current`).
+hands what it finds to hooks that runtime.regions implements: text for the region
+(`_accumulate`, or `_chunk` when it is open), a region opening (`_open`) and the open
+region closing (`_close_current`); `_received()` counts the characters received, some of
+which only the regions' chunks hold (see `_fed`).
 
 Two things differ from the reference by design and change no event:
 - the buffer is a window (held-back text plus the left context regex delimiters may look
