@@ -220,14 +220,47 @@ def test_the_server_policy_never_raises_and_is_chunking_independent(data: Any) -
     prefix, tools = case.get("prefix", ""), case.get("tools")
     whole = parser_cls.parse(output, prefix=prefix, tools=tools, on_error="content")
     parser = parser_cls(prefix, tools=tools, on_error="content")
+    fed = 0
     for chunk in data.draw(chunkings(output), label="chunks"):
         parser.feed(chunk)
+        fed += len(chunk)
+        # Error offsets count from it.
+        assert parser._received() == fed
     assert parser.finalize()[0] == whole
     outcome = final_outcome(parser_cls, prefix, [output], tools)
     if outcome[0] == "message":
         assert whole == outcome[1]
     else:
         assert whole["parse_errors"]
+
+
+SEGMENTS = ["Hi there. ", "  \n", CALL, "<tool_call>{bad</tool_call>", "<tool_call>nope</tool_call>"]
+
+
+@settings(max_examples=300)
+@given(
+    data=st.data(),
+    picks=st.lists(st.sampled_from(range(len(SEGMENTS))), max_size=8),
+    on_error=st.sampled_from(["keep_raw", "content"]),
+)
+def test_failed_regions_report_where_they_opened_under_any_chunking(
+    data: Any, picks: list[int], on_error: str
+) -> None:
+    """Each failed call's record names the offset of its open delimiter, however the output
+    is cut, also after earlier failures went back into content (Regions._recover_as_text)."""
+    output, opened = "", []
+    for pick in picks:
+        if pick >= 3:
+            opened.append(len(output))
+        output += SEGMENTS[pick]
+    parser = generated.smollm3.Parser("", on_error=on_error)
+    fed = 0
+    for chunk in data.draw(chunkings(output), label="chunks"):
+        parser.feed(chunk)
+        fed += len(chunk)
+        assert parser._received() == fed
+    message = parser.finalize()[0]
+    assert [error["offset"] for error in message.get("parse_errors", [])] == opened
 
 
 @pytest.mark.parametrize(
