@@ -234,7 +234,13 @@ def test_the_server_policy_never_raises_and_is_chunking_independent(data: Any) -
         assert whole["parse_errors"]
 
 
-SEGMENTS = ["Hi there. ", "  \n", CALL, "<tool_call>{bad</tool_call>", "<tool_call>nope</tool_call>"]
+SEGMENTS = [
+    "Hi there. ",
+    "  \n",
+    CALL,
+    "<tool_call>{bad</tool_call>",
+    "<tool_call>nope</tool_call>",
+]
 
 
 @settings(max_examples=300)
