@@ -12,22 +12,20 @@ suitable case has no row for that workload. Workloads:
 - tool calls: a case with content around tool calls, the content made long.
 
 Each row: our time and the reference's at 80K characters (ratio in the same run, the two
-timed alternately), our time at 160K and at 1.3M (the reference, quadratic on some of
-these, is not run there), and the linearity checks 160K/80K and 1.3M/160K (expected 2 and
-8.1 for a linear parser). Both parsers' messages are checked equal on the 80K output.
+timed alternately, each as the best of rounds of repeated calls: bench/timing.py), our
+time at 160K and at 1.3M (the reference, quadratic on some of these, is not run there),
+and the linearity checks 160K/80K and 1.3M/160K (expected 2 and 8.1 for a linear parser). Both parsers' messages are checked equal on the 80K output.
 Results go to bench/oneshot.json (or --out).
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import json
 import platform
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +34,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 import workloads  # noqa: E402
 from fixtures import load_fixtures  # noqa: E402
+from timing import best_seconds  # noqa: E402
 from transformers.utils.chat_parsing import parse_response  # noqa: E402
 
 from compiler.catalog import entry_names, load_entry  # noqa: E402
@@ -46,22 +45,9 @@ SPEEDUP = 5.0  # target: one-shot parse() at least this many times faster than t
 # Linearity: time at 2x the size over time at 1x (2.0 when linear), with slack for noise.
 GROWTH_2X = 2.6
 GROWTH_LARGE = LARGE / DOUBLE * 1.3
-
-
-def best_seconds(run: Callable[[], Any], budget: float = 0.05, rounds: int = 5) -> float:
-    """Best per-call time of `run`, each round repeating it for about `budget` seconds."""
-    gc.collect()
-    start = time.perf_counter()
-    run()
-    once = time.perf_counter() - start
-    number = max(1, int(budget / max(once, 1e-7)))
-    best = once
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(number):
-            run()
-        best = min(best, (time.perf_counter() - start) / number)
-    return best
+# Seconds a round of reference calls lasts (bench/timing.py): it is timed as ours is, in
+# rounds, with fewer calls, since each takes longer.
+REFERENCE_BUDGET = 0.02
 
 
 def _inflate(case: dict[str, Any], field: str, body: str) -> str | None:
@@ -123,9 +109,13 @@ def row(name: str, workload: str, sizes: dict[int, tuple[str, str]]) -> dict[str
     if not uses_extensions(template):  # the reference loads no extension template
         for _ in range(3):  # alternate, so that both see the same machine
             ours = min(ours, best_seconds(lambda: parser.parse(text, prefix=prefix), rounds=2))
-            start = time.perf_counter()
-            expected = parse_response(text, template, prefix=prefix)
-            reference = min(reference, time.perf_counter() - start)
+            reference = min(
+                reference,
+                best_seconds(
+                    lambda: parse_response(text, template, prefix=prefix), REFERENCE_BUDGET, 2
+                ),
+            )
+        expected = parse_response(text, template, prefix=prefix)
         agree = parser.parse(text, prefix=prefix) == expected
     else:
         ours = times[SMALL]

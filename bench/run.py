@@ -4,7 +4,8 @@ The floor is the least any pure-Python streaming parser can do per chunk: one me
 call that keeps the chunk and returns one region_chunk event. Ours and the floor are
 timed alternately, stream after stream, and each keeps its best run, so a noisy machine
 slows both alike; the ratios are what to compare across machines, not microseconds.
-Results go to bench/results.json (or --out).
+One-shot parse() times, ours and the reference's, are each the best of rounds of repeated
+calls (bench/timing.py). Results go to bench/results.json (or --out).
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import workloads  # noqa: E402
+from timing import best_seconds  # noqa: E402
 from transformers.utils.chat_parsing import ResponseParser, parse_response  # noqa: E402
 
 CHUNK = 4
+# Seconds a round of one-shot parse() calls lasts (bench/timing.py).
+PARSE_BUDGET = 0.01
 SMALL, LARGE = 80_000, 1_300_000
 # Streams that run in literal-delimited states, held to 2x the floor (others to 3x). Our
 # smollm3 entry closes tool calls and content on regexes that absorb surrounding
@@ -71,16 +75,6 @@ def stream_seconds(make: Callable[[], Any], chunks: list[str]) -> float:
     return time.perf_counter() - start
 
 
-def best_seconds(run: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        gc.collect()
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def stream_case(
     label: str, model: str, text: str, *, repeats: int, parse_repeats: int = 15
 ) -> dict[str, Any]:
@@ -93,10 +87,13 @@ def stream_case(
     ref = stream_seconds(lambda: ResponseParser(template, prefix=""), chunks)
     ours_us, floor_us, ref_us = (seconds / len(chunks) * 1e6 for seconds in (ours, floor, ref))
     parse_ours = parse_ref = float("inf")
-    for _ in range(parse_repeats):  # alternate here too
-        parse_ours = min(parse_ours, best_seconds(lambda: parser.parse(text, prefix=""), 3) * 1e3)
+    for _ in range(parse_repeats):  # alternate here too, each in a round of calls
+        parse_ours = min(
+            parse_ours, best_seconds(lambda: parser.parse(text, prefix=""), PARSE_BUDGET, 1) * 1e3
+        )
         parse_ref = min(
-            parse_ref, best_seconds(lambda: parse_response(text, template, prefix=""), 1) * 1e3
+            parse_ref,
+            best_seconds(lambda: parse_response(text, template, prefix=""), PARSE_BUDGET, 1) * 1e3,
         )
     return {
         "case": label,

@@ -96,6 +96,29 @@ def parse_json(
     `string_delims` holds one compiled `OPEN(.*?)CLOSE` pattern per custom string
     delimiter pair. `strip` applies to the raw-text fallback of `allow_non_json`.
     """
+    working = text
+    if string_delims or unquoted_keys or isinstance(string_delims, Defect):
+        working = _in_json(text, unquoted_keys, string_delims)
+    start = len(working) - len(working.lstrip(_JSON_SPACE))
+    if allow_non_json and (start == len(working) or working[start] not in _JSON_STARTS):
+        # The raw-text fallback without json.loads raising first: a failed decode costs
+        # several microseconds (its error message), and most XML argument values are text.
+        # Every value json.loads decodes starts with one of _JSON_STARTS.
+        return text.strip() if strip else text
+    try:
+        return _decoded(working, start)
+    except json.JSONDecodeError as error:
+        if allow_non_json:
+            return text.strip() if strip else text
+        after = "" if working == text else " (after the dialect transforms)"
+        raise ValueError(
+            f"json parser could not parse region as JSON{after}: {error.msg} at character "
+            f"{error.pos}: {errors.excerpt(working, error.pos)}"
+        ) from error
+
+
+def _in_json(text: str, unquoted_keys: bool, string_delims: tuple[Any, ...] | Defect) -> str:
+    """The text with the dialect's strings and bare keys written as JSON's (parse_json)."""
     if string_delims and (_LIFT_OPEN in text or _LIFT_CLOSE in text):
         raise ValueError(
             "json: input contains reserved sentinel characters (\\x01/\\x02); cannot parse safely."
@@ -115,22 +138,7 @@ def parse_json(
         working = _BARE_KEY.sub(_quoted_key, working)
     for index, value in enumerate(lifted):
         working = working.replace(f"{_LIFT_OPEN}{index}{_LIFT_CLOSE}", json.dumps(value))
-    start = len(working) - len(working.lstrip(_JSON_SPACE))
-    if allow_non_json and (start == len(working) or working[start] not in _JSON_STARTS):
-        # The raw-text fallback without json.loads raising first: a failed decode costs
-        # several microseconds (its error message), and most XML argument values are text.
-        # Every value json.loads decodes starts with one of _JSON_STARTS.
-        return text.strip() if strip else text
-    try:
-        return _decoded(working, start)
-    except json.JSONDecodeError as error:
-        if allow_non_json:
-            return text.strip() if strip else text
-        after = "" if working == text else " (after the dialect transforms)"
-        raise ValueError(
-            f"json parser could not parse region as JSON{after}: {error.msg} at character "
-            f"{error.pos}: {errors.excerpt(working, error.pos)}"
-        ) from error
+    return working
 
 
 def _quoted_key(match: Any) -> str:
@@ -183,16 +191,19 @@ def parse_xml_inline(
     if ends_with:
         last = text.rfind(ends_with)
         end = 0 if last == -1 else last + len(ends_with)
+    # The groups by number: `groups()` costs a fifth of `groupdict()` (0.2 against 1 us).
+    numbers = tag_pattern.groupindex
+    key_at, value_at, kind_at = numbers.get("key"), numbers.get("value"), numbers.get("kind")
     for match in bounded(tag_pattern.finditer, "xml-inline tag_pattern", end, text, 0, end):
-        groups = match.groupdict()
-        key = groups.get("key")
+        groups = match.groups()
+        key = None if key_at is None else groups[key_at - 1]
         if key is None:
             raise ValueError(
                 f"xml-inline: tag_pattern must have a named group 'key'. Pattern: {tag_pattern.pattern}"
             )
-        raw = groups.get("value", "")
+        raw = "" if value_at is None else groups[value_at - 1]
         parser = (
-            kind_parsers.get(groups.get("kind") or "", value_parser)
+            kind_parsers.get((None if kind_at is None else groups[kind_at - 1]) or "", value_parser)
             if kind_parsers
             else value_parser
         )

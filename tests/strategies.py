@@ -251,6 +251,8 @@ def content_specs(draw: Any) -> dict[str, Any]:
                 [
                     r"<p=(?P<key>\w+)>(?P<value>.*?)</p>",
                     r"<(?P<key>\w+)>(?P<value>.*?)</(?P=key)>",
+                    r"<p=(?P<key>\w+)>",  # no value group: each value is ""
+                    r"<p=(?:(?P<key>a)|\w)>(?:(?P<value>\d)|\w+)</p>",  # groups left unset
                     r"<(\w+)>",
                     "(",
                     None,

@@ -7,10 +7,12 @@ import re
 from typing import Any
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
+from transformers.utils.chat_parsing.content_parsers import _xml_inline as reference_xml_inline
 
-from runtime.content import parse_json
+from runtime.content import parse_json, parse_xml_inline
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
@@ -58,3 +60,33 @@ def test_json_is_json_loads_with_its_error(text: str) -> None:
             parse_json(text)
     else:
         assert json.dumps(parse_json(text)) == json.dumps(expected)
+
+
+# Tag patterns with the named groups xml-inline reads in each arrangement: key and value,
+# key only (every value ""), groups a match may leave unset, and no named group at all.
+TAG_PATTERNS = [
+    r"<p=(?P<key>\w+)>(?P<value>.*?)</p>",
+    r"<p=(?P<key>\w+)>",
+    r"<p=(?:(?P<key>a)|\w)>(?:(?P<value>\d)|\w+)</p>",
+    r"<(?P<value>\w)(?P<key>\w*)>",
+    r"<(\w+)>",
+]
+TAG_TEXTS = st.lists(
+    st.sampled_from(["<p=a>1</p>", "<p=b>two</p>", "<p=a>x</p>", "<ab>", "<p=", "</p>", " "]),
+    max_size=6,
+).map("".join)
+
+
+@given(text=TAG_TEXTS, pattern=st.sampled_from(TAG_PATTERNS), merge=st.booleans())
+def test_xml_inline_is_the_reference_parser(text: str, pattern: str, merge: bool) -> None:
+    """parse_xml_inline reads a match's groups by number, not by name (runtime.content):
+    the same dict as the reference's xml-inline parser, or the same error, whichever named
+    groups the pattern has and a match sets."""
+    compiled = regex.compile(pattern, regex.DOTALL)
+    try:
+        expected = reference_xml_inline(text, {"tag_pattern": pattern, "merge_duplicates": merge})
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error).split(" Pattern:")[0])):
+            parse_xml_inline(text, compiled, merge_duplicates=merge)
+    else:
+        assert parse_xml_inline(text, compiled, merge_duplicates=merge) == expected
