@@ -14,8 +14,9 @@ suitable case has no row for that workload. Workloads:
 Each row: our time and the reference's at 80K characters (ratio in the same run, the two
 timed alternately, each as the best of rounds of repeated calls: bench/timing.py), our
 time at 160K and at 1.3M (the reference, quadratic on some of these, is not run there),
-and the linearity checks 160K/80K and 1.3M/160K (expected 2 and 8.1 for a linear parser). Both parsers' messages are checked equal on the 80K output.
-Results go to bench/oneshot.json (or --out).
+and the linearity checks 160K/80K and 1.3M/160K (expected 2 and 8.1 for a linear parser).
+Both parsers' messages are checked equal on the 80K output. Results go to
+bench/oneshot.json (or --out).
 """
 
 from __future__ import annotations
