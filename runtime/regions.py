@@ -97,18 +97,18 @@ class Regions(Scanner):
         which go to the open region less a piece of one at their end, held back. Where that
         route is one search (`State.quick_pieces`), it is taken here without another call
         (4-character chunks dense in `<`, smollm3's thinking: 0.61 to 0.58 us a chunk).
-        Anything else goes to `_scan_feed`, before anything changes.
+        Anything else goes to `_scan_feed`, before anything changes. Generated only for
+        parsers that keep no left context (`CONTEXT == 0`): the text needs no other place.
         """
         state = self._state
         buf = self._pending + text
         find = state.starts_or_piece
         if (
-            find is None
+            find is None  # (never where quick_pieces holds)
             or not state.quick_pieces
             or not text
             or len(buf) > ONE_SEARCH_SPAN
             or not self._opened
-            or self.CONTEXT != 0
             or self._held_by is not None
             or self._waiting is not None
             or self._finalized
@@ -126,6 +126,7 @@ class Regions(Scanner):
         self._fed += len(text) - len(routed)  # counted as received, less what goes to `_parts`
         if not routed:
             return []
+        # `_chunk`, written out: calling it gave back half of the gain (0.575 -> 0.588 us).
         parts = self._parts
         parts.append(routed)
         if len(parts) >= PARTS_PER_BLOCK:
