@@ -724,6 +724,66 @@ def test_a_led_partial_match_may_start_inside_the_run() -> None:
 
 
 # Texts over a few characters, so that they share prefixes, end inside each other and part.
+
+# Patterns a long search narrows: led by a run, some behind look-behinds (deepseek_v4's
+# open), or with a start-only branch (llama3_json's open, its recursion cut down).
+NARROWED_PATTERNS = [
+    *LED_PATTERNS,
+    r"(?:^|(?<=;))\s*<d>",
+    r"(?:^a*|<)(?=b)",
+    r"(?:\Ab|<a)",
+    r"(?:<t>\s*|^\s*|(?<=\}\s*;?\s*))(?=\{\s*a)(\{(?:[^{}]|(?1))*\})",
+]
+NARROWED_FRAGMENTS = [*LED_FRAGMENTS, "{", "}", ";", "a", "b", "<", "{ a}"]
+
+
+def declared(pattern: str) -> RegexDelimiter:
+    """A RegexDelimiter for `pattern` with what the compiler declares of it (no HeldRuns)."""
+    known = profile(pattern)
+    return RegexDelimiter(
+        CLOSE,
+        "f",
+        regex.compile(pattern, regex.DOTALL),
+        rank=0,
+        prefix=known.literal_prefixes or known.led_prefixes,
+        led_by=known.led_by,
+        memo=known.analysed,
+        start_only=known.start_only,
+        guarded=known.guarded_prefixes,
+    )
+
+
+@given(
+    pattern=st.sampled_from(NARROWED_PATTERNS),
+    buf=st.lists(st.sampled_from(NARROWED_FRAGMENTS), max_size=10).map("".join),
+    eos=st.booleans(),
+    pos=st.integers(0, 40),
+)
+@example(pattern=LED_PATTERNS[4], buf="x</b> \n<c=ab>", eos=True, pos=0)
+@example(pattern=NARROWED_PATTERNS[-4], buf="a; <d>", eos=True, pos=0)
+@example(pattern=NARROWED_PATTERNS[-2], buf="b<a", eos=True, pos=0)
+@example(pattern=NARROWED_PATTERNS[-1], buf=" { a}; {a}", eos=True, pos=0)
+def test_a_long_search_starts_where_a_match_can(
+    pattern: str, buf: str, eos: bool, pos: int
+) -> None:
+    """On a long buffer a search starts past the places no match can start at: for a
+    pattern led by a run, the run before the first of its texts (_complete_from); at the
+    end of the stream, from its first position, past the start-only branch's one place
+    (_search_from_origin). Either way it finds the pattern's own leftmost match."""
+    delimiter = declared(pattern)
+    compiled = delimiter.pattern
+    pos = min(pos, len(buf))
+    match = compiled.search(buf, pos)
+    if match is None and not eos:
+        match = compiled.search(buf, pos, partial=True)
+    expected = None if match is None else (*match.span(), not eos and match.end() == len(buf))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime.automaton, "SPLIT_AFTER", 0)  # as on a long buffer
+        found = delimiter.search(buf, pos, eos, len(buf))
+    if found is None and expected == (len(buf), len(buf), True):
+        return  # an empty partial match at the end holds nothing back: the same as none
+    assert (None if found is None else found[:3]) == expected
+
 _TRIE_TEXTS = st.lists(st.text("<a|b>.\\", min_size=1, max_size=6), min_size=1, max_size=6)
 
 
