@@ -14,7 +14,9 @@ suitable case has no row for that workload. Workloads:
 Each row: our time and the reference's at 80K characters (ratio in the same run, the two
 timed alternately, each as the best of rounds of repeated calls: bench/timing.py), our
 time at 160K and at 1.3M (the reference, quadratic on some of these, is not run there),
-and the linearity checks 160K/80K and 1.3M/160K (expected 2 and 8.1 for a linear parser).
+and the linearity checks 160K/80K and 1.3M/160K (expected 2 and 8.1 for a linear parser; the
+second against a copy of the text too, which grows more than 8.1x where the text outgrows the
+cache: see SLACK_LARGE).
 Both parsers' messages are checked equal on the 80K output. Results go to
 bench/oneshot.json (or --out).
 """
@@ -45,7 +47,12 @@ SMALL, DOUBLE, LARGE = 80_000, 160_000, 1_300_000
 SPEEDUP = 5.0  # target: one-shot parse() at least this many times faster than the reference
 # Linearity: time at 2x the size over time at 1x (2.0 when linear), with slack for noise.
 GROWTH_2X = 2.6
-GROWTH_LARGE = LARGE / DOUBLE * 1.3
+# From 160K to 1.3M the text outgrows the core's cache, and a linear pass over it costs more
+# per character: a copy of the text grew 20.7x here for 8.1x the characters (6.8 us, then
+# 141 us; 2 MB of L2 a core). So the growth is held to this slack over 8.1 or over a copy's
+# growth on the same texts, measured in the same run, whichever is more: a quadratic parser
+# grows 66x.
+SLACK_LARGE = 1.3
 # Seconds a round of reference calls lasts (bench/timing.py): it is timed as ours is, in
 # rounds, with fewer calls, since each takes longer.
 REFERENCE_BUDGET = 0.02
@@ -100,10 +107,12 @@ def row(name: str, workload: str, sizes: dict[int, tuple[str, str]]) -> dict[str
     module = importlib.import_module(f"generated.{name}")
     parser, template = module.Parser, module.TEMPLATE
     times: dict[int, float] = {}
+    copies: dict[int, float] = {}  # a copy of the text: what a linear pass costs at each size
     for size, (prefix, text) in sizes.items():
         times[size] = best_seconds(
             lambda text=text, prefix=prefix: parser.parse(text, prefix=prefix)
         )
+        copies[size] = best_seconds(lambda text=text: text[1:])
     prefix, text = sizes[SMALL]
     ours = reference = float("inf")
     agree = None
@@ -130,6 +139,7 @@ def row(name: str, workload: str, sizes: dict[int, tuple[str, str]]) -> dict[str
         "speedup": None if agree is None else reference / ours,
         "growth_2x": times[DOUBLE] / times[SMALL],
         "growth_large": times[LARGE] / times[DOUBLE] if LARGE in times else None,
+        "copy_growth_large": copies[LARGE] / copies[DOUBLE] if LARGE in copies else None,
         "agree": agree,
     }
 
@@ -178,7 +188,11 @@ def main() -> int:
             print(
                 f"{name:15} {workload:19} ours {item['ours_80k_ms']:8.3f} ms {versus} | 160K/80K "
                 f"{item['growth_2x']:4.2f}"
-                + (f" | 1.3M/160K {large:5.2f}" if large is not None else "")
+                + (
+                    f" | 1.3M/160K {large:5.2f} (a copy {item['copy_growth_large']:5.2f})"
+                    if large is not None
+                    else ""
+                )
                 + (" | MESSAGES DIFFER" if item["agree"] is False else ""),
                 flush=True,
             )
@@ -202,11 +216,12 @@ def main() -> int:
             )
         )
         if item["growth_large"] is not None:
+            bound = SLACK_LARGE * max(LARGE / DOUBLE, item["copy_growth_large"])
             checks.append(
                 (
-                    f"{label}: 1.3M/160K <= {GROWTH_LARGE:.1f}",
-                    item["growth_large"] <= GROWTH_LARGE,
-                    f"{item['growth_large']:.2f}",
+                    f"{label}: 1.3M/160K <= {SLACK_LARGE:g} x (8.1 or a copy's growth)",
+                    item["growth_large"] <= bound,
+                    f"{item['growth_large']:.2f} (bound {bound:.1f})",
                 )
             )
     for failure in failures:
