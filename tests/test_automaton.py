@@ -784,6 +784,7 @@ def test_a_long_search_starts_where_a_match_can(
         return  # an empty partial match at the end holds nothing back: the same as none
     assert (None if found is None else found[:3]) == expected
 
+
 _TRIE_TEXTS = st.lists(st.text("<a|b>.\\", min_size=1, max_size=6), min_size=1, max_size=6)
 
 
