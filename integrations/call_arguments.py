@@ -526,6 +526,12 @@ def _certain_end(pattern: Any, body: str, start: int) -> tuple[int, list[Any]]:
     unfinished value) then differs. Each probe's matches are compared only as far as the
     matches still settled, and the probes stop once none is.
     """
+    # Most checks find the first match still running on into the text after the body (a
+    # value not yet closed): then nothing settles, and one search of one probe tells it,
+    # as the whole comparison below would (its first probe).
+    first = pattern.search(body + _PROBES[0], start)
+    if first is None or first.end() > len(body):
+        return start, []
     settled = [(match.span(), match.groupdict()) for match in pattern.finditer(body, start)]
     for probe in _PROBES:
         if not settled:

@@ -16,7 +16,7 @@ import pytest
 import regex
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from fixtures import load_fixtures
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from strategies import chunkings, fragments_for
 
@@ -1261,6 +1261,9 @@ XML_TAG_PATTERNS = sorted(
     ).map("".join),
     start=st.integers(0, 8),
 )
+# A tag closed at the very end of the body: settled there.
+@example(pattern=XML_TAG_PATTERNS[-5], body="<parameter=city>Paris</parameter>", start=0)
+@example(pattern=XML_TAG_PATTERNS[-4], body="a<parameter=n>\n1\n</parameter>", start=1)
 def test_the_settling_check_is_the_whole_list_comparison(
     pattern: str, body: str, start: int
 ) -> None:
