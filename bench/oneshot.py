@@ -48,7 +48,7 @@ SPEEDUP = 5.0  # target: one-shot parse() at least this many times faster than t
 # Linearity: time at 2x the size over time at 1x (2.0 when linear), with slack for noise.
 GROWTH_2X = 2.6
 # From 160K to 1.3M the text outgrows the core's cache (2 MB of L2 here), and a linear pass
-# over it costs more per character: a copy of the text grew 13 to 19 times in `make bench`
+# over it costs more per character: a copy of the text grew 10 to 26 times in `make bench`
 # for 8.1 times the characters. So the growth is held to this slack over 8.1 or over a
 # copy's growth on the same texts, measured in the same run, whichever is more: a quadratic
 # parser grows 66 times.
