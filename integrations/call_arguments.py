@@ -54,6 +54,8 @@ _NUMBER_ENDS = frozenset(_WHITESPACE + ",}")
 _DECODER = json.JSONDecoder()
 # The decoder's string scanner: (value, end) of the JSON string whose body starts at an index.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# The character that must follow the JSON value starting with each of these, for it to be whole.
+_CLOSERS = {'"': '"', "{": "}", "[": "]"}
 # Schema types under which a string argument may be cast to something else.
 _CAST_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
 # Texts appended to a region's body to see whether an XML tag match could still change.
@@ -317,6 +319,8 @@ class CallArguments:
             if body[pos] != '"':
                 self._closed = True  # not JSON: the parse fails, nothing more is certain
                 return None
+            if _cut(body, pos):
+                return None
             try:
                 key, end = _scanstring(body, pos + 1)
             except ValueError:
@@ -347,6 +351,8 @@ class CallArguments:
             if value is None:
                 return None
         else:
+            if _cut(body, start):
+                return None
             try:
                 value, after = _DECODER.raw_decode(body, start)
             except ValueError:
@@ -447,6 +453,15 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _cut(text: str, start: int) -> bool:
+    """Whether the JSON value (or key) at `start` surely does not end in `text`: a string,
+    object or array whose closing character is nowhere after it. Decoding it would raise,
+    and a raised JSONDecodeError costs more than the read (it works out a line and column):
+    most calls arrive cut inside a string."""
+    closer = _CLOSERS.get(text[start]) if start < len(text) else None
+    return closer is not None and text.find(closer, start + 1) == -1
+
+
 def _skip(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in _WHITESPACE:
         pos += 1
@@ -465,7 +480,7 @@ def _object_members(text: str, start: int) -> tuple[list[tuple[str, Any]], tuple
     if pos < len(text) and text[pos] == "}":
         return members, None
     while pos < len(text):
-        if text[pos] != '"':
+        if text[pos] != '"' or _cut(text, pos):
             return members, None
         try:
             key, pos = _scanstring(text, pos + 1)
@@ -475,6 +490,8 @@ def _object_members(text: str, start: int) -> tuple[list[tuple[str, Any]], tuple
         if pos >= len(text) or text[pos] != ":":
             return members, None
         value_start = _skip(text, pos + 1)
+        if _cut(text, value_start):
+            return members, (key, value_start)
         try:
             value, end = _DECODER.raw_decode(text, value_start)
         except ValueError:
@@ -496,6 +513,8 @@ def _locate_member(text: str, start: int, key: str) -> int | None:
     """Where the value of the first member `key` of the object at `start` begins."""
     pos = _skip(text, start + 1)
     while pos < len(text) and text[pos] == '"':
+        if _cut(text, pos):
+            return None
         try:
             member, pos = _scanstring(text, pos + 1)
         except ValueError:
@@ -506,6 +525,8 @@ def _locate_member(text: str, start: int, key: str) -> int | None:
         value_start = _skip(text, pos + 1)
         if member == key:
             return value_start
+        if _cut(text, value_start):
+            return None
         try:
             _, end = _DECODER.raw_decode(text, value_start)
         except ValueError:
