@@ -54,7 +54,7 @@ _NUMBER_ENDS = frozenset(_WHITESPACE + ",}")
 _DECODER = json.JSONDecoder()
 # The decoder's string scanner: (value, end) of the JSON string whose body starts at an index.
 _scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
-# The character that must follow the JSON value starting with each of these, for it to be whole.
+# For a JSON value starting with each of these, the character that must come later for it to end.
 _CLOSERS = {'"': '"', "{": "}", "[": "]"}
 # Schema types under which a string argument may be cast to something else.
 _CAST_TYPES = frozenset({"integer", "number", "boolean", "null", "object", "array"})
