@@ -890,28 +890,24 @@ class RegexDelimiter:
         """For a pattern led by a run: where a complete match can start at the earliest, at
         or after `pos`. A match is a run and then one of its texts, whole, and no text
         starts with a run character: none starts before the run that ends where the first
-        text occurs (len(buf) when none does)."""
-        assert self.run_back is not None
-        size = end = len(buf)
-        for text in self.led_prefixes:  # an occurrence that starts before `end`
-            found = find_literal(buf, text, pos, min(size, end + len(text) - 1))
-            if found != -1:
-                end = found
-        if end == size:
-            return size
-        run = self.run_back.match(buf, pos, end)  # `R*`: it matches, maybe empty
-        return end if run is None else run.start()
+        text occurs (or, with none, before the end, where none is complete)."""
+        return self._run_before_text(buf, pos, len(buf))
 
     def _partial_start(self, buf: str, pos: int) -> int:
         """For a pattern led by a run: where a partial match can start at the earliest, at
         or after `pos` (see _partial_led): the run before the first occurrence of one of its
         texts, or, with none, the run before the piece of one at the buffer's end (or before
         the end)."""
-        assert self.run_back is not None
         piece = earliest_piece(buf, self.led_prefixes, pos)
-        end = len(buf) if piece == -1 else piece
+        return self._run_before_text(buf, pos, len(buf) if piece == -1 else piece)
+
+    def _run_before_text(self, buf: str, pos: int, end: int) -> int:
+        """Start of the run (from `pos` on) that ends where the first occurrence of one of
+        the pattern's texts starts, if one starts before `end`, else at `end`."""
+        assert self.run_back is not None
+        size = len(buf)
         for text in self.led_prefixes:  # an occurrence that starts before `end`
-            found = buf.find(text, pos, end + len(text) - 1)
+            found = find_literal(buf, text, pos, min(size, end + len(text) - 1))
             if found != -1:
                 end = found
         run = self.run_back.match(buf, pos, end)  # `R*`: it matches, maybe empty

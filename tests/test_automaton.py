@@ -723,8 +723,6 @@ def test_a_led_partial_match_may_start_inside_the_run() -> None:
         assert found is not None and found[:3] == (*expected.span(), True), buf
 
 
-# Texts over a few characters, so that they share prefixes, end inside each other and part.
-
 # Patterns a long search narrows: led by a run, some behind look-behinds (deepseek_v4's
 # open), or with a start-only branch (llama3_json's open, its recursion cut down).
 NARROWED_PATTERNS = [
@@ -785,6 +783,7 @@ def test_a_long_search_starts_where_a_match_can(
     assert (None if found is None else found[:3]) == expected
 
 
+# Texts over a few characters, so that they share prefixes, end inside each other and part.
 _TRIE_TEXTS = st.lists(st.text("<a|b>.\\", min_size=1, max_size=6), min_size=1, max_size=6)
 
 
