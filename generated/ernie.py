@@ -121,10 +121,11 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if ("\n" in text or "<" in text) and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = text[-1:]
+                return self._feed_piece(text)
+            if not self._context:  # it only marks the stream's start as past (`^`)
+                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -134,10 +135,11 @@ class Parser(CompiledParser):
             # fields.thinking: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if "<" in text and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = text[-1:]
+                return self._feed_piece(text)
+            if not self._context:  # it only marks the stream's start as past (`^`)
+                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -147,10 +149,11 @@ class Parser(CompiledParser):
             # fields.tool_calls: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if "<" in text and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = text[-1:]
+                return self._feed_piece(text)
+            if not self._context:  # it only marks the stream's start as past (`^`)
+                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -1115,14 +1115,14 @@ class State:
         self.start_only = any(delim.start_only for delim in patterns)
         # Whether the prefiltered route of a scan step (Scanner._scan_feed) is always one
         # search with `starts_or_piece` here, with none of its other tests to make (pieces
-        # exactly what a scan holds, none led by a run or refused by a look-behind, no
-        # start-only branch): Regions._feed_piece takes it without a call.
+        # exactly what a scan holds, none led by a run or refused by a look-behind; a
+        # start-only branch is past, as fast paths run only past the stream's first
+        # position): Regions._feed_piece takes it without a call.
         self.quick_pieces = (
             self.starts_or_piece is not None
             and plain_pieces
             and not self.led
             and self.guarded_piece is None
-            and not self.start_only
         )
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.

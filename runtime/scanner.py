@@ -53,6 +53,8 @@ class Scanner:
     START: ClassVar[State]
     # Characters of already-routed text that regex delimiters may look behind into
     # (`^`, `\b`, look-behind); None when that cannot be bounded, so nothing is dropped.
+    # Where only a `^` (or `\A`) looks, the one character just marks the stream's start as
+    # past: generated fast paths leave whichever is there (Automaton.context_marks_origin).
     CONTEXT: ClassVar[int | None] = 0
     # Held-back text this long is checked for a match only a known text can change.
     WAIT_AFTER: ClassVar[int] = WAIT_AFTER
