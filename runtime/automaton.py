@@ -813,8 +813,9 @@ class RegexDelimiter:
         patterns that start with a look-behind or `\\b`, which `attempts` does not."""
         return self.pattern.match(buf, len(buf), partial=True)
 
-    def waits(self, buf: str, hold: int) -> HeldRun | None:
-        """How this delimiter's match at `hold` can only change when some text arrives.
+    def waits(self, buf: str, hold: int, runs: bool = True) -> HeldRun | None:
+        """How this delimiter's match at `hold` can only change when some text arrives
+        (with `runs` False, only a wait with no run: a look-ahead's literal).
 
         For a pattern HEAD + (a repeat of one character class) + REST: once HEAD has
         matched at `hold` and the rest of the buffer is a run of that class, the match is
@@ -823,6 +824,8 @@ class RegexDelimiter:
         from `hold` back, so no scan can change anything.
         """
         for run in self.runs:
+            if not runs and run.run is not None:
+                continue
             try:
                 match = run.head.match(buf, hold, timeout=errors.regex_timeout(len(buf) - hold))
             except TimeoutError:
@@ -968,6 +971,7 @@ class State:
         "join",
         "scan",
         "fast",
+        "waits_early",
         "close",
     )
 
@@ -1135,6 +1139,14 @@ class State:
         )
         # Whether the generated `feed` has a fast path for this state (Scanner._bind_feed).
         self.fast = fast
+        # Whether a scan that holds text back waits on it however short it is (Scanner._wait):
+        # every chunk of a state without a fast path is scanned, and a held match that only
+        # a look-ahead's literal can change (a wait with no run) may hold a whole tool call,
+        # each chunk of which would rescan it (glm45, a 186-character call in 4-character chunks:
+        # 228 us a chunk, 3.7 with the wait).
+        self.waits_early = not fast or any(
+            run.run is None and run.literal for delim in patterns for run in delim.runs
+        )
         self.close = close
 
     def __repr__(self) -> str:

@@ -10,6 +10,7 @@ characters and every position, make ties, overlaps, prefixes and partial matches
 from __future__ import annotations
 
 import contextlib
+import importlib
 import itertools
 import re
 from collections.abc import Iterator
@@ -564,6 +565,31 @@ def test_an_open_that_looks_ahead_to_its_close_waits_for_it() -> None:
     whole = call + "</arg_value>\n</tool_call>"
     assert message == generated.glm45.Parser.parse(whole, prefix="")
     assert message["tool_calls"][0]["function"]["arguments"] == {"a": "x " * 2000}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "waits"),
+    [
+        # A call held by the look-ahead waits at once, however short (State.waits_early)...
+        ("glm45", "Hi\n<tool_call>get\n<arg_key>a</arg_key>", True),
+        # ... a short run of whitespace, which the fast path holds itself, does not;
+        ("glm45", "Hi there \n", False),
+        # in a state with no fast path (inkling's sink: `[^<]*` leads its opens) any hold waits.
+        ("inkling", "Some text before a region", True),
+    ],
+)
+def test_which_short_holds_wait(name: str, text: str, waits: bool) -> None:
+    """A held-back stretch shorter than WAIT_AFTER waits only where that spares rescans:
+    in a state without a fast path, or when only a look-ahead's literal can change it.
+    Waiting or not, the message is the one-shot parse's."""
+    parser = importlib.import_module(f"generated.{name}").Parser("")
+    for index in range(0, len(text), 4):
+        parser.feed(text[index : index + 4])
+    assert len(parser._pending) < parser.WAIT_AFTER
+    assert (parser._waiting is not None) is waits
+    more = "</tool_call>" if name == "glm45" else "<|content_text|>hi<|end_message|>"
+    parser.feed(more)
+    assert parser.finalize()[0] == parser.parse(text + more, prefix="")
 
 
 ATTEMPT_PATTERNS = [
