@@ -486,8 +486,8 @@ def _runtime_imports(
         for watch in state.plan.watches:
             core.add(watch.kind.upper())
             core.add("LiteralDelimiter" if watch.delimiter.is_literal else "RegexDelimiter")
-            if watch.profile is not None and watch.profile.runs:
-                core.add("HeldRun")
+            for run in watch.profile.runs if watch.profile is not None else ():
+                core.add("HeldObject" if run.json_object else "HeldRun")
     core.add("after_last_literal" if template.start_anchor.is_literal else "after_last_match")
     used = {("runtime", name) for name in core}
     for names in fields:

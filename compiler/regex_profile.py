@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import regex
 
@@ -262,6 +262,7 @@ def _by_head(pattern: str) -> RegexProfile:
         return UNKNOWN
     return RegexProfile(
         lookbehind=None,
+        runs=_object_runs(head, pattern[len(head) :]),
         first_chars=known.first_chars,
         literal_prefixes=known.literal_prefixes,
         led_by=known.led_by,
@@ -274,6 +275,43 @@ def _by_head(pattern: str) -> RegexProfile:
         guarded_prefixes=known.guarded_prefixes,
         analysed=False,
     )
+
+
+# The one recursive idiom the analysis reads: a JSON object, matched by a group defined as
+# OBJECT (below, with NAME its name) and called once, right after the head (llama3_json).
+_CALLED_OBJECT = re.compile(
+    r"\(\?P<\w+>\(\?&(\w+)\)\)\(\?\(DEFINE\)\(\?P<(\w+)>(.*)\)\)", re.DOTALL
+)
+_JSON_OBJECT = r'\{(?:[^{}"]++|"(?:[^"\\]++|\\.)*+"|(?&NAME))*+\}'
+
+
+def _object_runs(head: str, rest: str) -> tuple[Run, ...]:
+    """The wait of HEAD followed by a call of a JSON-object group (_JSON_OBJECT, see
+    runtime.waiting.HeldObject), when HEAD consumes no `{`: then a match of HEAD ending
+    at a `{` is the one the pattern's object starts after, wherever HEAD may end."""
+    called = _CALLED_OBJECT.fullmatch(rest)
+    if called is None or called[1] != called[2]:
+        return ()
+    if called[3] != _JSON_OBJECT.replace("NAME", called[1]):
+        return ()
+    tree = parse(head)
+    if tree is None or _may_consume(list(tree), "{"):
+        return ()
+    return (Run(head, None, "}", json_object=True),)
+
+
+def _may_consume(items: list[Any], char: str) -> bool:
+    """Whether a match of `items` may consume `char` (look-arounds consume nothing)."""
+    for op, av in items:
+        if op in (sre.ASSERT, sre.ASSERT_NOT, sre.AT):
+            continue
+        children = _children(op, av)
+        if children:
+            if any(_may_consume(child, char) for child in children):
+                return True
+        elif _matches(op, av, char) is not False:
+            return True
+    return False
 
 
 # A flag group that sets flags for the whole pattern (`(?i)`, `(?V1)`), wherever it is.
@@ -438,11 +476,15 @@ def _class_source(body: list[Any]) -> str | None:
     return source if tree is not None and str(list(tree)) == str(body) else None
 
 
-# A held match that only a known text can change (RegexDelimiter.waits): the pattern's
-# text before a repeat of one character class (HEAD), a pattern matching a run of that
-# class (None: any character), and the literal that follows the repeat ("" if the
-# pattern goes on otherwise, or ends).
-Run = tuple[str, "str | None", str]
+class Run(NamedTuple):
+    """A held match that only a known text can change (RegexDelimiter.waits)."""
+
+    head: str  # the pattern's text before a repeat of one character class
+    run: str | None  # a pattern for a run of that class (None: any character)
+    literal: str  # the literal that follows the repeat ("" if the pattern goes on otherwise)
+    # HEAD is followed by a JSON object, not a run (runtime.waiting.HeldObject, _object_runs).
+    json_object: bool = False
+
 
 _GROUP = re.compile(r"\A\((?:\?P<\w+>|\?:)?(.*)\)\Z", re.DOTALL)
 _QUANTIFIED = re.compile(r"\A(.*?)(?:[*+]|\{(?:0|1)?,\})[?+]?\Z", re.DOTALL)
@@ -493,7 +535,7 @@ def _runs(pattern: str, items: list[Any], led: bool = False) -> tuple[Run, ...]:
             if any(compiled.fullmatch(char) for char in starts):
                 continue
             literal = ""
-        runs.append((head, run, literal))
+        runs.append(Run(head, run, literal))
     return tuple(runs)
 
 
@@ -525,7 +567,7 @@ def _look_ahead_run(pattern: str, items: list[Any]) -> Run | None:
     span = _source_span(pattern, items, len(items) - 1)
     if not wake or span is None:
         return None
-    return (pattern[: span[0]], None, wake)
+    return Run(pattern[: span[0]], None, wake)
 
 
 def _common_suffix(first: str, second: str) -> str:

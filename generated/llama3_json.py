@@ -22,6 +22,7 @@ from runtime import (
     PARTS_PER_BLOCK,
     CompiledParser,
     Event,
+    HeldObject,
     Hit,
     LiteralDelimiter,
     Memo,
@@ -84,6 +85,10 @@ TOOL_CALLS_OPEN_RE = regex.compile(
         "*+\\}))"
     ),
     regex.DOTALL,
+)
+# A held match waits for the `}` that closes the JSON object after this head.
+TOOL_CALLS_OPEN_RUNS = (
+    HeldObject('(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")'),
 )
 # Texts only branches behind a look-behind start with: a piece of one may be refused.
 TOOL_CALLS_OPEN_GUARDED = ("{",)
@@ -240,6 +245,7 @@ class Parser(CompiledParser):
                 memo=False,
                 start_only=True,
                 guarded=TOOL_CALLS_OPEN_GUARDED,
+                runs=TOOL_CALLS_OPEN_RUNS,
                 target=TOOL_CALLS_STATE,
             ),
         ),

@@ -8,7 +8,6 @@ they call live in the sibling modules. Only `regex` is required at run time.
 from .automaton import (
     CLOSE,
     OPEN,
-    HeldRun,
     Hit,
     LiteralDelimiter,
     Memo,
@@ -31,6 +30,7 @@ from .extensions import (
 from .parser import CompiledParser, Event, after_last_literal, after_last_match
 from .regions import PARTS_PER_BLOCK, require_str
 from .transform import dig, each_item, lookup
+from .waiting import HeldObject, HeldRun
 
 __all__ = [
     "CLOSE",
@@ -39,6 +39,7 @@ __all__ = [
     "CompiledParser",
     "Defect",
     "Event",
+    "HeldObject",
     "HeldRun",
     "Hit",
     "LiteralDelimiter",

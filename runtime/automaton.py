@@ -33,6 +33,7 @@ import regex
 from . import errors
 from .branches import split
 from .narrowing import RunToLiteral
+from .waiting import Wait
 
 OPEN = 0
 CLOSE = 1
@@ -279,36 +280,6 @@ def _without_required_literal(pattern: Any) -> Any:
     return wrapped if same else pattern
 
 
-class HeldRun:
-    """One way a held regex match can wait (RegexDelimiter.waits): the pattern's `head`
-    up to a repeat of one character class, a pattern for a `run` of that class (None:
-    any character), and the `literal` after the repeat ("" if none is awaited). With a
-    run and a literal, the pattern is exactly HEAD + repeat + LITERAL (runtime.narrowing
-    relies on it).
-
-    While waiting, a chunk only needs the test `wakes`, in O(len(chunk)).
-    """
-
-    __slots__ = ("head", "run", "literal", "literal_in_run")
-
-    def __init__(self, head: str, run: str | None, literal: str = "") -> None:
-        self.head = regex.compile(head, regex.DOTALL)
-        self.run = None if run is None else regex.compile(run, regex.DOTALL)
-        self.literal = literal
-        # Whether the literal could arrive as text of the run (and then only a look for it,
-        # across chunks, tells it came); otherwise its arrival breaks the run, which the
-        # run test sees, and the waiting parser need not keep the text it last received.
-        self.literal_in_run = bool(literal) and (
-            self.run is None or self.run.fullmatch(literal) is not None
-        )
-
-    def wakes(self, text: str, recent: str) -> bool:
-        """Whether `text`, arriving after `recent`, could change the held match."""
-        if self.run is not None and self.run.fullmatch(text) is None:
-            return True
-        return self.literal_in_run and self.literal in recent + text
-
-
 class LiteralDelimiter:
     """A delimiter written as one literal or a list of literals (`open` / `close`); a list
     comes ordered longest first, as the reference tries them."""
@@ -402,7 +373,7 @@ class RegexDelimiter:
         prefix: str | tuple[str, ...] = "",
         memo: bool = True,
         repeats: int | None = None,
-        runs: tuple[HeldRun, ...] = (),
+        runs: tuple[Wait, ...] = (),
         led_by: str | None = None,
         start_only: bool = False,
         guarded: tuple[str, ...] = (),
@@ -813,9 +784,10 @@ class RegexDelimiter:
         patterns that start with a look-behind or `\\b`, which `attempts` does not."""
         return self.pattern.match(buf, len(buf), partial=True)
 
-    def waits(self, buf: str, hold: int, runs: bool = True) -> HeldRun | None:
-        """How this delimiter's match at `hold` can only change when some text arrives
-        (with `runs` False, only a wait with no run: a look-ahead's literal).
+    def waits(self, buf: str, hold: int, runs: bool = True) -> tuple[Wait, Any] | None:
+        """How this delimiter's match at `hold` can only change when some text arrives:
+        the wait (runtime.waiting) and its memory, or None (with `runs` False, only a
+        wait with no run: a look-ahead's literal, a JSON object).
 
         For a pattern HEAD + (a repeat of one character class) + REST: once HEAD has
         matched at `hold` and the rest of the buffer is a run of that class, the match is
@@ -832,11 +804,9 @@ class RegexDelimiter:
                 continue  # not known to wait: the scan searches, under the bound
             if match is None:
                 continue
-            if run.run is not None and run.run.fullmatch(buf, match.end()) is None:
-                continue
-            if run.literal and buf.find(run.literal, match.end()) != -1:
-                continue
-            return run
+            memory = run.begin(buf, match.end())
+            if memory is not None:
+                return run, memory
         return None
 
     def _where(self) -> str:
@@ -1141,9 +1111,9 @@ class State:
         self.fast = fast
         # Whether a scan that holds text back waits on it however short it is (Scanner._wait):
         # every chunk of a state without a fast path is scanned, and a held match that only
-        # a look-ahead's literal can change (a wait with no run) may hold a whole tool call,
-        # each chunk of which would rescan it (glm45, a 186-character call in 4-character chunks:
-        # 228 us a chunk, 3.7 with the wait).
+        # a look-ahead's literal or a JSON object's close can change (a wait with no run) may
+        # hold a whole tool call, each chunk of which would rescan it (glm45, a 186-character
+        # call in 4-character chunks: 228 us a chunk, 3.7 with the wait).
         self.waits_early = not fast or any(
             run.run is None and run.literal for delim in patterns for run in delim.runs
         )

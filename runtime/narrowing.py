@@ -68,7 +68,7 @@ class RunToLiteral:
 
     @classmethod
     def of(cls, pattern: Any, runs: tuple[Any, ...]) -> RunToLiteral | None:
-        """The shape of `pattern` from its held runs (runtime.automaton.HeldRun), or None
+        """The shape of `pattern` from its held runs (runtime.waiting.HeldRun), or None
         when none of them is HEAD + C* + LITERAL with LITERAL not starting with a C."""
         if pattern.flags & (regex.IGNORECASE | regex.REVERSE):
             return None

@@ -18,10 +18,11 @@ from collections.abc import Callable, Hashable, Iterable
 from typing import Any, cast
 
 from . import errors
-from .automaton import HeldRun, RegexDelimiter, State
+from .automaton import RegexDelimiter, State
 from .errors import MissingFieldError
 from .regions import ON_ERROR, OpenRegion, Regions, _describe, _is_empty
 from .scanner import _FINALIZED, Event
+from .waiting import HeldObject, HeldRun
 
 __all__ = ["CompiledParser", "Event", "OpenRegion", "after_last_literal", "after_last_match"]
 
@@ -200,7 +201,7 @@ PREFIX_STATES = 256
 # Set by the constructor, not by the prefix: never part of a prefix state.
 _OWN = frozenset({"_tool_params", "_on_error", "_keep_raw", "_regex_timeout", "_output", "_errors"})
 # Values a prefix state shares between parsers as they are: nothing changes them in place.
-_SHARED = (str, int, bool, float, type(None), State, RegexDelimiter, HeldRun)
+_SHARED = (str, int, bool, float, type(None), State, RegexDelimiter, HeldRun, HeldObject)
 
 
 @functools.lru_cache(maxsize=PREFIX_STATES)

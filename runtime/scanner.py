@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from . import errors
-from .automaton import OPEN, HeldRun, RegexDelimiter, State
+from .automaton import OPEN, RegexDelimiter, State
+from .waiting import Wait
 
 Event = dict[str, Any]
 
@@ -78,8 +79,8 @@ class Scanner:
         # does not change), so that a region opening need not count the chunks.
         self._base = 0
         # While a held match can only change when a given text arrives (RegexDelimiter.waits):
-        # (the HeldRun, the held text's last characters, the delimiter) and the text since.
-        self._waiting: tuple[HeldRun, str, Any] | None = None
+        # (the wait, its memory, the delimiter; see runtime.waiting) and the text since.
+        self._waiting: tuple[Wait, Any, Any] | None = None
         self._waited: list[str] = []
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._truncated = False  # finalize(truncated=True): the output was cut off
@@ -269,9 +270,9 @@ class Scanner:
         state = self._state
         runs = long or not state.fast
         for delim in state.patterns:
-            run = delim.waits(buf, hold, runs)
-            if run is not None:
-                self._waiting = (run, _last(buf, len(run.literal) - 1), delim)
+            found = delim.waits(buf, hold, runs)
+            if found is not None:
+                self._waiting = (*found, delim)
                 return
 
     def _wake(self, text: str | None) -> bool:
@@ -281,11 +282,11 @@ class Scanner:
         if text is not None:
             if not text:
                 return False
-            run, recent, delim = self._waiting
-            if not run.wakes(text, recent):
+            run, memory, delim = self._waiting
+            memory = run.follow(text, memory)
+            if memory is not None:
                 self._waited.append(text)
-                if run.literal_in_run:
-                    self._waiting = (run, _last(recent + text, len(run.literal) - 1), delim)
+                self._waiting = (run, memory, delim)
                 return False
         waited = "".join(self._waited)
         self._pending += waited
@@ -409,11 +410,6 @@ class Scanner:
     def _close_current(self, events: list[Event], closing: str = "", cut: bool = False) -> None:
         """Close the open region, if any, and return to the start state."""
         raise NotImplementedError
-
-
-def _last(text: str, count: int) -> str:
-    """The last `count` characters of `text` (none for count <= 0)."""
-    return text[len(text) - count :] if count > 0 else ""
 
 
 def _appended(parser: Scanner, text: str) -> str:

@@ -12,6 +12,7 @@ from strategies import anchored_templates, chunkings, outputs_for, prefixes, tem
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 from compiler import load_parser
+from compiler.catalog import load_entry
 from compiler.errors import TemplateError
 
 
@@ -151,3 +152,36 @@ def test_a_piece_a_look_behind_may_refuse_is_scanned_even_if_a_literal_shares_it
     parser = load_parser(template)
     for chunks in (["x", " <d3"], ["x <d3", "y"], ["</d2>", " ", "<d3", "=a>"], ["x", " <d3=q"]):
         check(template, parser, "", chunks)
+
+
+# llama3_json's open: a whole JSON object, matched through a recursive group.
+JSON_CALL = load_entry("llama3_json").data["response_template"]["fields"]["tool_calls"][
+    "open_pattern"
+]
+JSON_PIECES = ['{"name": "f", "parameters": {', '"a": ', '{"b": [1]}', '"s\\"}{"', '"x\\\\"']
+JSON_PIECES += [", ", "}", "{", '"', "\\", "abc ", "\n", "<|python_tag|>", ";", "é"]
+
+
+@given(data=st.data())
+def test_a_pending_json_object_is_held_as_the_reference_holds_it(data: Any) -> None:
+    """A pending match of the object waits for a `}` (runtime.waiting.HeldObject), also once `}` closed
+    nested objects before it; with waits on every hold (shrunk thresholds), streamed in any
+    chunks, the events are the reference's."""
+    template = {
+        "fields": {
+            "call": {
+                "open_pattern": JSON_CALL,
+                "close_pattern": r"\s*(?:;\s*)?",
+                "transform": "{call}",
+            },
+            "c": {},
+        },
+        "start_anchor": "<|s|>",
+    }
+    parser = load_parser(template)
+    pieces = data.draw(st.lists(st.sampled_from(JSON_PIECES), max_size=16), label="pieces")
+    output = "".join(pieces)
+    chunks = data.draw(chunkings(output), label="chunks")
+    with shrunk_thresholds(parser):
+        check(template, parser, "", chunks)
+    check(template, parser, "", chunks)

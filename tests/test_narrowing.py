@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 import runtime.automaton
 from compiler.regex_profile import profile
 from generated.inkling import Parser as Inkling
-from runtime.automaton import OPEN, HeldRun, RegexDelimiter
+from runtime.automaton import OPEN, RegexDelimiter
 from runtime.narrowing import RunToLiteral, head_width
+from runtime.waiting import HeldRun
 
 HEADS = [
     "",
@@ -43,7 +44,7 @@ WORDS = ["<k>", "<a>", "<a<k>", "<", "a", "k", ">", "b", "\n", " ", "x", "aaaa",
 
 def delimiter(source: str) -> RegexDelimiter:
     """The delimiter a generated module declares for `source` (its runs from the compiler)."""
-    runs = tuple(HeldRun(*run) for run in profile(source).runs)
+    runs = tuple(HeldRun(*run[:3]) for run in profile(source).runs)
     return RegexDelimiter(OPEN, "f", regex.compile(source, regex.DOTALL), rank=0, runs=runs)
 
 
