@@ -37,7 +37,7 @@ MODULES: dict[str, str] = {
     "kimi_vl": "6619ccf9a9c28bb0bd2182322bb44199b2eb5cd0ce7ab473cde30e1ffa6bd8ef",
     "lfm2": "3cd40450c50481f64db726f9c02c381535883ee142716b6054f771ca93cbaa36",
     "llama3_json": "5f7f6fb3d5e8c23aea4f9765734203795563fd86d3dbb3d81e4cfad09c640461",
-    "llama4_pythonic": "962af621015e6401b4dea7c81bd3dd32349a41d1787df9180bf06993a94af8e9",
+    "llama4_pythonic": "a2422f54a573637e7beb6d12e2dcca4facba115da5fc4f4f8a798319483df81c",
     "longcat": "a246621c83f028bf962bc167066021dff6ca4600d9fc5f4dc3f86d6544b6e718",
     "mimo_v2_flash": "decf8b56705c5dbe0feae3c4bd033c89ba12dc979bfa0d6a995d350ccaf50c7e",
     "minimax": "85681d75cafcfa5ad5fc4a4dec13d05e386e73b91e4800be144757b73ca395df",

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 import runtime.automaton
 import runtime.errors
+from compiler.catalog import entry_names
 from compiler.ir import Delimiter
 from compiler.jit import load_parser
 from compiler.regex_profile import (
@@ -644,6 +645,27 @@ def test_which_short_holds_wait(name: str, text: str, waits: bool) -> None:
     more = "</tool_call>" if name == "glm45" else "<|content_text|>hi<|end_message|>"
     parser.feed(more)
     assert parser.finalize()[0] == parser.parse(text + more, prefix="")
+
+
+# Plain text such as a tool call's arguments hold: words, spaces, newlines, quotes, brackets.
+PLAIN = 'Let me write(x = 1, y = "two")\nand then [a, b] (c) {d: 1} more words here ' * 4
+
+
+@pytest.mark.parametrize("name", entry_names())
+def test_plain_text_is_held_only_where_the_parser_waits_on_it(name: str) -> None:
+    """A catalog pattern with a pending match far back in plain text holds all of it, and a
+    scan searches all of it again for every chunk (quadratic streaming), unless the parser
+    waits on that match (RegexDelimiter.waits). Before its look-behind's run was made
+    possessive, llama4_pythonic's close made `regex` report a pending match from the first
+    whitespace on: 1.9 ms a chunk with 8K of a call's argument."""
+    parser = importlib.import_module(f"generated.{name}").Parser
+    states = [value for value in vars(parser).values() if isinstance(value, State)]
+    for state in states:
+        for delim in state.patterns:
+            found = delim.pattern.search(PLAIN, 0, partial=True)
+            if found is None or not found.partial or found.start() >= len(PLAIN) - 40:
+                continue
+            assert delim.waits(PLAIN, found.start()) is not None, (state, delim.pattern.pattern)
 
 
 ATTEMPT_PATTERNS = [
