@@ -6,12 +6,16 @@ smaller sizes only, where its growth already shows. Then the shapes that used to
 super-linear (held matches ending in a class repeat, long literal delimiters, regexes with
 \p{..} or POSIX classes, unbounded look-behind) are fed whole streams of 1, 2, 4 and 8 MB:
 linear means x2 per doubling (target: within 30%), each size timed as the best of two runs.
+Last, every catalog entry streams one of its own tool calls with a string argument grown from
+2K to 8K characters: a call is held until it closes, and a parser that searches the held call
+again for every chunk costs 4x more per chunk at 4x the size (target: at most 2x).
 Results go to bench/hostile.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import itertools
@@ -23,10 +27,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 import workloads  # noqa: E402
+from fixtures import load_fixtures  # noqa: E402
 from transformers.utils.chat_parsing import ResponseParser  # noqa: E402
+
+from compiler.catalog import entry_names  # noqa: E402
 
 CHUNK = 4
 ROUNDS = 2  # runs per size of the linearity cases
@@ -185,6 +192,59 @@ def literal_compile_rows() -> list[dict[str, Any]]:
     return rows
 
 
+# Sizes of the grown argument in the long-call rows, and the most per-chunk growth between them.
+CALL_SIZES = (2 * KB, 8 * KB)
+CALL_GROWTH = 2.0
+
+
+def call_with_argument(name: str) -> tuple[str, str, str] | None:
+    """(prefix, output, argument) of a fixture case of entry `name` whose tool call has a
+    string argument written once in the output (None if no case has one)."""
+    for case in load_fixtures(name)["cases"]:
+        if "error" in case or "on_error" in case:
+            continue
+        for call in case["expected"].get("tool_calls") or []:
+            arguments = call.get("function", {}).get("arguments")
+            if not isinstance(arguments, dict):
+                continue
+            for value in arguments.values():
+                if isinstance(value, str) and len(value) >= 3 and case["output"].count(value) == 1:
+                    return case["prefix"], case["output"], value
+    return None
+
+
+def long_call_rows() -> list[dict[str, Any]]:
+    """Per entry, a tool call whose string argument is grown to each of CALL_SIZES (words of
+    plain text), streamed in 4-character chunks: time per chunk at each size."""
+    rows = []
+    for name in entry_names():
+        found = call_with_argument(name)
+        if found is None:
+            continue
+        prefix, output, argument = found
+        parser_cls = importlib.import_module(f"generated.{name}").Parser
+        us = []
+        for size in CALL_SIZES:
+            grown = ("abc def " * (size // 8 + 1))[: size - 1] + "x"
+            text = output.replace(argument, grown)
+            message = parser_cls.parse(text, prefix=prefix)
+            if grown not in json.dumps(message.get("tool_calls"), ensure_ascii=False):
+                raise AssertionError(f"{name}: the grown argument is not in the parsed call")
+            start = functools.partial(parser_cls, prefix)
+            us.append(min(per_chunk_us(start, text) for _ in range(ROUNDS)))
+        growth = us[-1] / us[0]
+        rows.append(
+            {"entry": name, "chars": list(CALL_SIZES), "us_per_chunk": us, "growth": growth}
+        )
+        print(
+            f"{name:16} a call with {CALL_SIZES[0] // KB}K / {CALL_SIZES[-1] // KB}K of argument: "
+            + " / ".join(f"{u:7.2f}" for u in us)
+            + f" us/chunk (x{growth:.2f})"
+            + ("" if growth <= CALL_GROWTH else "  NOT LINEAR")
+        )
+    return rows
+
+
 def per_chunk_us(make: Callable[[], Any], text: str) -> float:
     parser = make()
     gc.collect()
@@ -253,6 +313,7 @@ def main() -> int:
         f"{long_row['case']}: {seconds:.2f} s, {long_row['us_per_chunk']:.3f} us/chunk"
         f" (first 256K alone: {small:.3f} us/chunk)"
     )
+    calls = long_call_rows()
     Path(args.out).write_text(
         json.dumps(
             {
@@ -260,6 +321,7 @@ def main() -> int:
                 "long_stream": long_row,
                 "linearity": linear,
                 "long_literal_compile": compiles,
+                "long_calls": calls,
             },
             indent=2,
         )
