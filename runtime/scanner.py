@@ -337,6 +337,7 @@ class Scanner:
         seen_at = -1
         seen: list[tuple[State, bool]] = []
         self._settled = False
+        self._held_by = None  # set again below if this scan holds text for a pattern
         while True:
             state = self._state
             pos = self._pos
