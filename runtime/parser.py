@@ -128,8 +128,8 @@ class CompiledParser(Regions):
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
             # at the end of stream that delimiter has no match (no need to search for one).
-            run, _, delim = self._waiting
-            if run.literal:
+            wait, _, delim = self._waiting
+            if wait.literal:
                 self._unmatched = delim
             self._wake(None)
         self._run(text, events, eos=True)
