@@ -268,7 +268,7 @@ class ResponseStream:
         delta, self.pending = self.pending, Delta()
         stream = self.stream
         events = stream.parser.feed(text)
-        return delta.add_deltas(stream.adapter.deltas(events, region=stream.open_call()))
+        return delta.add_deltas(stream.adapter.deltas(events, region=stream.open_call))
 
     def finish(self, finish_reason: str | None = None) -> Delta:
         """Finalize once: text held back for a delimiter, and calls cut off at the end

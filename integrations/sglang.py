@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
+from pydantic import ConfigDict
 from sglang.srt.function_call.base_format_detector import BaseFormatDetector
 from sglang.srt.function_call.core_types import StreamingParseResult, ToolCallItem
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
@@ -104,6 +105,18 @@ class _ReasoningSetup:
     anchor: str
 
 
+class _NothingNew(StreamingParseResult):
+    """The result of a step that adds nothing, one shared instance, frozen (and its `calls`
+    a tuple) so that no caller can change it for the next step. SGLang's FunctionCallParser
+    only reads a result's `normal_text` and `calls`; most chunks of a streamed call add
+    nothing, and a fresh pydantic result cost 0.9 us a chunk."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+_NOTHING_NEW = _NothingNew.model_construct(normal_text="", calls=())
+
+
 # Keyed by the detector class: `register` makes one per name and template source.
 _TOOL_SETUPS: dict[type[Any], _ToolSetup] = {}
 _REASONING_SETUPS: dict[type[Any], _ReasoningSetup] = {}
@@ -168,6 +181,8 @@ class RtcDetector(BaseFormatDetector):
 
     def _result(self, delta: Delta) -> StreamingParseResult:
         """The delta as SGLang's result, keeping the detector's per-call bookkeeping."""
+        if not delta:
+            return _NOTHING_NEW
         items = []
         for call in delta.calls:
             current: int = getattr(self, "current_tool_id", -1)

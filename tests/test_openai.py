@@ -23,6 +23,7 @@ from strategies import chunkings, fragments_for
 import generated.cohere
 import generated.hermes
 import generated.qwen3
+import generated.qwen3_coder
 import generated.smollm3
 from compiler import load_parser
 from compiler.catalog import entry_names, load_entry
@@ -33,6 +34,7 @@ from integrations.openai import (
     default_call_id,
     random_call_ids,
     stream_chunks,
+    template_of,
     to_chat_message,
     usage,
 )
@@ -1278,3 +1280,80 @@ def test_the_settling_check_is_the_whole_list_comparison(
     compiled = regex.compile(pattern, regex.DOTALL)
     start = min(start, len(body))
     assert _certain_end(compiled, body, start) == _certain_end_by_whole_lists(compiled, body, start)
+
+
+def _eager_stream(
+    parser_class: Any, prefix: str, tools: Any, chunks: list[str], finish_reason: str | None
+) -> list[dict[str, Any]]:
+    """A stream that hands the adapter the open call's region after every feed, as
+    CompletionStream did before it asked for it lazily (only at a call's first text)."""
+    parser = parser_class(prefix, tools=tools, on_error="content")
+
+    def open_call() -> Any:
+        region = parser.open_region()
+        return region if region is not None and region.field == "tool_calls" else None
+
+    adapter = ChunkAdapter(
+        template_of(parser_class),
+        completion_id="x",
+        created=0,
+        tool_params=parser.tool_parameters,
+    )
+    out = adapter.convert(parser.initial_events, region=open_call())
+    for text in chunks:
+        out += adapter.convert(parser.feed(text), region=open_call())
+    _, events = parser.finalize(truncated=finish_reason == "length")
+    return out + adapter.convert(events) + adapter.finish(finish_reason)
+
+
+# qwen3_coder XML calls of different names, each whole, cut short or with a broken tag.
+XML_CALLS = st.lists(
+    st.tuples(
+        st.sampled_from(["f", "get_weather", "write_file"]),
+        st.lists(
+            st.tuples(
+                st.sampled_from(["a", "path", "content"]),
+                st.text(st.sampled_from(["x", "1", " ", "\n", "<", ">", "é"]), max_size=8),
+            ),
+            max_size=3,
+        ),
+        st.sampled_from(["", "</function>\n</tool_call>", "</parameter>", "<parameter=a"]),
+    ),
+    min_size=1,
+    max_size=3,
+).map(
+    lambda calls: "".join(
+        f"Hi <tool_call>\n<function={name}>\n"
+        + "".join(f"<parameter={key}>\n{value}\n</parameter>\n" for key, value in tags)
+        + end
+        for name, tags, end in calls
+    )
+)
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_the_region_asked_lazily_streams_what_the_eager_one_does(data: Any) -> None:
+    """CompletionStream asks for the open call's region only when a call's first text
+    arrives (its captures and close code), and then trusts the call's own events to tell
+    that it is still open. Chunk for chunk, that streams exactly what handing the adapter
+    the region after every feed does: names, fragments, content, errors, for any chunking
+    of outputs with whole, truncated and broken calls (JSON and XML)."""
+    key = data.draw(st.sampled_from([*CASES, "qwen3_coder"]), label="case")
+    if key == "qwen3_coder":
+        parser_class, prefixes = generated.qwen3_coder.Parser, [""]
+        output = data.draw(XML_CALLS, label="output")
+    else:
+        case = make_case(key)
+        parser_class, prefixes = case.parser, case.prefixes
+        output = data.draw(st.lists(case.fragments, max_size=12).map("".join), label="output")
+    prefix = data.draw(st.sampled_from(prefixes), label="prefix")
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    chunks = data.draw(chunkings(output), label="chunks")
+    finish_reason = data.draw(st.sampled_from([None, "length"]), label="finish_reason")
+    stream = CompletionStream(parser_class, prefix, tools=tools, completion_id="x", created=0)
+    lazy = list(stream.initial)
+    for text in chunks:
+        lazy += stream.feed(text)
+    lazy += stream.finish(finish_reason)
+    assert lazy == _eager_stream(parser_class, prefix, tools, chunks, finish_reason)
