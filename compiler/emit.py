@@ -21,7 +21,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from . import __version__, parts
-from .automaton import StatePlan, Watch, build_automaton
+from .automaton import Automaton, StatePlan, Watch, build_automaton
 from .ir import ContentPlan, Deferred, Field, Operation, Placeholder, Template
 from .quoting import comment, identifier, module_name, quote
 from .regex_profile import content_repeats
@@ -427,7 +427,7 @@ def render(template: Template, *, source: str, regenerate: str | None) -> str:
             uses_re=any(item.stop for item in states),
             required=tuple(f.name for f in template.fields if not f.optional),
             default_keys=set(template.defaults),
-            runtime_imports=_runtime_imports(template, field_names, states),
+            runtime_imports=_runtime_imports(template, automaton, field_names, states),
         )
     )
 
@@ -473,7 +473,7 @@ def _state_context(plan: StatePlan, by_field: dict[str, FieldNames]) -> StateCon
 
 
 def _runtime_imports(
-    template: Template, fields: list[FieldNames], states: list[StateContext]
+    template: Template, automaton: Automaton, fields: list[FieldNames], states: list[StateContext]
 ) -> list[tuple[str, list[str]]]:
     """(module, names) for each module the generated code imports from: the runtime's core
     from `runtime`, each part's function from the module its registry entry names."""
@@ -482,6 +482,10 @@ def _runtime_imports(
         core.add("Hit")
     if any(state.fast and state.names is not None for state in states):
         core.add("PARTS_PER_BLOCK")
+    if automaton.context is not None and any(
+        state.fast and state.plan.holds_space_runs for state in states
+    ):
+        core.add("SPACE_RUNS")
     for state in states:
         for watch in state.plan.watches:
             core.add(watch.kind.upper())

@@ -20,6 +20,7 @@ from runtime import (
     CLOSE,
     OPEN,
     PARTS_PER_BLOCK,
+    SPACE_RUNS,
     CompiledParser,
     Event,
     HeldRun,
@@ -142,16 +143,27 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if not text or ("<" in text and state.may_start(text)):
-                return self._scan_feed(text)
-            if self._pending or text[-1].isspace():
-                # Held-back text, or a run of whitespace at the end that may lead a watched
-                # pattern: the run is held back, the rest goes into the region.
-                routed = self._hold_run(text)
-                if routed is None:
-                    return self._feed_run(text)
-                # `_fed` counts the chunk, less what goes into the region (Scanner._fed).
-                self._fed += len(text) - len(routed)
-                text = routed
+                return self._feed_piece(text)
+            # A run of whitespace may lead a watched pattern: the run at the end of a chunk is
+            # held back, as a scan holds it, and goes on with the next chunk (other held-back
+            # text, or a run that is not one of SPACE_RUNS, goes to the scan).
+            held = self._pending
+            kept = text.rstrip()
+            if kept is not text:
+                tail = text[len(kept) :]
+                if (
+                    not kept
+                    or tail not in SPACE_RUNS
+                    or (held and (held not in SPACE_RUNS or self._waiting is not None))
+                ):
+                    return self._feed_piece(text)
+                self._pending = tail
+                text = held + kept
+            elif held:
+                if held not in SPACE_RUNS or self._waiting is not None:
+                    return self._feed_piece(text)
+                self._pending = ""
+                text = held + text
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -29,6 +29,7 @@ from .extensions import (
 )
 from .parser import CompiledParser, Event, after_last_literal, after_last_match
 from .regions import PARTS_PER_BLOCK, require_str
+from .scanner import SPACE_RUNS
 from .transform import dig, each_item, lookup
 from .waiting import HeldObject, HeldRun
 
@@ -36,6 +37,7 @@ __all__ = [
     "CLOSE",
     "OPEN",
     "PARTS_PER_BLOCK",
+    "SPACE_RUNS",
     "CompiledParser",
     "Defect",
     "Event",

@@ -61,6 +61,13 @@ SHORT_SPAN = 32
 # for a piece near its end: the combined regex tries its pieces at every position (155 us
 # on 13K characters, against 3.5 us for the two searches).
 ONE_SEARCH_SPAN = 16
+# What `\s` matches in a template's pattern (the `regex` module's Unicode White_Space), as a
+# class for `re`, whose own `\s` also matches \x1c-\x1f (as str.isspace does), and whose
+# searches of a short text cost half what `regex`'s do (State.starts_or_held; on 4 to 10
+# characters, 0.5 against 1.1 us). tests/test_automaton.py checks it code point by code point.
+SPACE_CLASS = (
+    "[\\t\\n\\x0b\\x0c\\r \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
 # A state builds one regex over its start texts' proper prefixes when those prefixes total
 # at most this many characters (State.piece_at_end): L(L-1)/2 for a literal of L, so a
 # long literal is checked with startswith instead and still costs O(L) to declare.
@@ -929,6 +936,7 @@ class State:
         "leads",
         "at_end",
         "starts_or_piece",
+        "starts_or_held",
         "led",
         "led_back",
         "led_piece",
@@ -936,7 +944,7 @@ class State:
         "plain_pieces",
         "guarded_piece",
         "start_only",
-        "quick_pieces",
+        "quick_route",
         "store",
         "join",
         "scan",
@@ -1014,6 +1022,7 @@ class State:
         # from `led_reach` characters before the end) and one the run (`led_back`).
         self.led_back = self.led_piece = None
         self.led_reach = 0
+        led_ends = ""  # (a pattern of the led texts' pieces, for `starts_or_held`)
         runs = {delim.run_back.pattern for delim in self.led if delim.run_back is not None}
         if len(runs) == 1:
             self.led_back = self.led[0].run_back
@@ -1023,7 +1032,8 @@ class State:
             if sum(map(len, led_pieces)) > MAX_PIECES:
                 self.led_back = None  # the loop over each pattern's prefixes, below
             elif led_pieces:
-                self.led_piece = re.compile(f"(?:{trie_pattern(led_texts, pieces=True)})\\Z")
+                led_ends = trie_pattern(led_texts, pieces=True)
+                self.led_piece = re.compile(f"(?:{led_ends})\\Z")
         self.start_texts = (
             tuple(sorted(texts, key=lambda text: (-len(text), text))) if known else ()
         )
@@ -1036,12 +1046,21 @@ class State:
         self.reach = max((len(text) - 1 for text in self.start_texts), default=0)
         self.leads = "".join(sorted({text[0] for text in self.start_texts}))
         self.at_end = self.starts_or_piece = None
+        # Where the patterns led by a run share the run `\s*`: one search that tells a start
+        # text (the `start` group) from where a scan holds back the end of a text with none
+        # (`held_at_end`, three searches): a piece of a start text, or the run before a piece
+        # of a led text or before the end (an empty match at the end: nothing is held).
+        self.starts_or_held = None
         size = sum(len(text) * (len(text) - 1) // 2 for text in self.start_texts)
         if self.starts is not None and size <= MAX_PIECES:
             ends = trie_pattern(self.start_texts, pieces=True)
             if ends:
                 self.at_end = re.compile(f"(?:{ends})\\Z")
-                self.starts_or_piece = re.compile(f"(?P<start>{self.starts.pattern})|(?:{ends})\\Z")
+                starts = f"(?P<start>{self.starts.pattern})"
+                self.starts_or_piece = re.compile(f"{starts}|(?:{ends})\\Z")
+                if self.led_back is not None and self.led_back.pattern == r"\s*":
+                    run = f"{SPACE_CLASS}*(?:{led_ends})?" if led_ends else f"{SPACE_CLASS}*"
+                    self.starts_or_held = re.compile(f"{starts}|(?:{ends})\\Z|{run}\\Z")
         # The first character of every start text, when all share one and every match of a
         # watched delimiter starts with one of them (none is led by a run): `skip` finds
         # the first place a match can start with one memchr pass.
@@ -1087,17 +1106,14 @@ class State:
         # what the fields above tell (and the fast path) then holds only past it, so the
         # scanner scans the stream's start in full (Scanner._at_origin).
         self.start_only = any(delim.start_only for delim in patterns)
-        # Whether the prefiltered route of a scan step (Scanner._scan_feed) is always one
-        # search with `starts_or_piece` here, with none of its other tests to make (pieces
-        # exactly what a scan holds, none led by a run or refused by a look-behind; a
-        # start-only branch is past, as fast paths run only past the stream's first
-        # position): Regions._feed_piece takes it without a call.
-        self.quick_pieces = (
-            self.starts_or_piece is not None
-            and plain_pieces
-            and not self.led
-            and self.guarded_piece is None
-        )
+        # The one search the prefiltered route of a scan step (Scanner._scan_feed) always is
+        # here, with none of its other tests to make, or None: `starts_or_piece`, or for
+        # patterns led by `\s*` `starts_or_held`, where pieces are exactly what a scan holds
+        # and none is refused by a look-behind (a start-only branch is past, as fast paths
+        # run only past the stream's first position). Regions._feed_piece takes it without
+        # a call.
+        quick = self.starts_or_held if self.led else self.starts_or_piece
+        self.quick_route = quick if plain_pieces and self.guarded_piece is None else None
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.
         self.store = store
@@ -1136,8 +1152,8 @@ class State:
         `piece_at_end`, or `held_at_end` for patterns led by a run, tell). Without such
         patterns, one search (`starts_or_piece`: a match of its `start` group is a start
         text, any other a piece at the end)."""
-        find = self.starts_or_piece
-        if find is None or self.led or len(text) > ONE_SEARCH_SPAN:
+        find = self.starts_or_held if self.led else self.starts_or_piece
+        if find is None or len(text) > ONE_SEARCH_SPAN:
             assert self.starts is not None
             if self.starts.search(text) is not None:
                 return None
@@ -1145,7 +1161,10 @@ class State:
         match = find.search(text)
         if match is None:
             return -1
-        return None if match.lastgroup else match.start()
+        if match.lastgroup:
+            return None
+        start = match.start()
+        return -1 if start == len(text) else start  # (starts_or_held: an empty run at the end)
 
     def piece_at_end(self, text: str) -> int:
         """Start of the longest suffix of `text` that begins a start text, or -1.

@@ -151,6 +151,7 @@ class CompiledParser(Regions):
         self._output = output
         self._finalized = True
         self._pending = _FINALIZED
+        self._fed -= len(_FINALIZED)  # (not received: `_received()` stays the count)
         return output, events
 
     def open_region(self) -> OpenRegion | None:

@@ -25,6 +25,7 @@ there too.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, ClassVar
 
 from . import errors
@@ -37,12 +38,21 @@ Event = dict[str, Any]
 # (Scanner._wait); shorter holds are simply rescanned.
 WAIT_AFTER = 256
 
+# The runs of spaces and newlines, up to 8 characters ("" too), that a generated fast path
+# holds back at the end of a chunk, or sends on with the next one, itself (docs/design.md,
+# "Patterns led by a run"): in a state whose patterns are led by `\s*`, a third of the
+# 4-character chunks of prose end in a space, and a set lookup is the cheapest exact test.
+# Other held-back text or whitespace goes to Regions._feed_piece or Scanner._feed_run.
+SPACE_RUNS = frozenset(
+    "".join(run) for size in range(9) for run in itertools.product(" \n", repeat=size)
+)
+
 # A scan step over a rest of the buffer longer than this first asks where a match can start
 # (State.skip): one pass over the rest for all the state's delimiters.
 SKIP_AFTER = 256
 
 # finalize() stores this in `_pending`: every fast path sends a chunk to the slow path while
-# `_pending` is set (and `_feed_run` only keeps held text of spaces and newlines), so any
+# `_pending` is set (or holds anything but spaces and newlines, where runs are held), so any
 # later feed reaches the slow path, which raises. That keeps the fast paths free of extra checks.
 _FINALIZED = "\x00<finalized>"
 
@@ -71,8 +81,9 @@ class Scanner:
         self._buf = ""  # during a scan: context + held-back text + the new text
         self._pos = 0  # during a scan: where in _buf routing has got to
         # Offsets count characters of generated text: the prefix after its anchor is negative.
-        # Characters received so far, less those of the open region's latest chunks, which
-        # runtime.regions keeps (`_parts`): a generated fast path appends a chunk there and
+        # Characters received so far, less those held back (`_pending`) and those of the open
+        # region's latest chunks, which runtime.regions keeps (`_parts`): a generated fast
+        # path appends a chunk there, or holds back a run of whitespace or sends it on, and
         # counts nothing (8% of a prose chunk's time); `_received()` adds them back.
         self._fed = 0
         # During a scan: the offset of _buf[0], less _received() (which a scan's routing
@@ -130,11 +141,13 @@ class Scanner:
                 if plain and state.guarded_piece is not None:  # a piece a look-behind may refuse
                     plain = state.guarded_piece.search(buf, max(0, piece)) is None
                 if piece == -1 or plain:
-                    self._fed += len(text)
                     routed, held = (buf, "") if piece == -1 else (buf[:piece], buf[piece:])
                     if self._opened and self.CONTEXT == 0:  # the usual case, in one call
                         self._pending = held
-                        return [self._chunk(routed)] if routed else []
+                        if not routed:
+                            return []
+                        self._fed += len(routed)  # (received: `_chunk` moves it to `_parts`)
+                        return [self._chunk(routed)]
                     self._base = -len(buf)
                     self._pos = 0
                     return self._route(routed, held, text)
@@ -162,7 +175,6 @@ class Scanner:
         if not self._state.holds(delim, context + pending + text, len(context)):
             return False
         self._pending = pending + text
-        self._fed += len(text)
         return True
 
     def _feed_run(self, text: str) -> list[Event]:
@@ -181,7 +193,6 @@ class Scanner:
         held = self._pending
         routed = self._hold_run(text)
         if routed is not None:
-            self._fed += len(text)
             return self._route(routed, self._pending, text)
         if (
             (held and (self._waiting is not None or held.strip(" \n")))
@@ -189,14 +200,13 @@ class Scanner:
             or len(held) + len(text) >= self.WAIT_AFTER
         ):
             return self._scan_feed(text)
-        self._fed += len(text)  # all of it a run of spaces and newlines, held back
-        return self._route("", held + text, text)
+        return self._route("", held + text, text)  # all of it a run of spaces and newlines
 
     def _hold_run(self, text: str) -> str | None:
         """`_feed_run` where a chunk holds more than a run: the text for the region (the
         held-back run and the chunk, less the run of spaces and newlines at its end, which
         is now held back instead), or None, changing nothing, for `_feed_run` to decide.
-        The generated fast paths of bounded-context parsers call it themselves."""
+        (Generated fast paths do the same for runs in SPACE_RUNS, inline.)"""
         held = self._pending
         if held and (self._waiting is not None or held.strip(" \n")):
             return None
@@ -217,6 +227,7 @@ class Scanner:
         self._pending = held
         if not text:
             return []
+        self._fed += len(text)  # (received: `_chunk` moves what reaches a region to `_parts`)
         events: list[Event] = []
         opened = self._opened
         self._accumulate(events, text)
@@ -249,8 +260,10 @@ class Scanner:
             if not eos and held and (held >= self.WAIT_AFTER or self._state.waits_early):
                 self._wait(buf, self._pos, held >= self.WAIT_AFTER)
         finally:
-            self._fed += len(text) if text else 0
             buf, pos = self._buf, self._pos
+            # The text routed (held back before, or new): received, and out of `_pending`
+            # (`_chunk` took back out what it moved to `_parts`).
+            self._fed += pos - size
             self._pending = buf[pos:]
             keep = self.CONTEXT
             if keep is None:  # the whole stream, held-back text included
@@ -290,6 +303,7 @@ class Scanner:
                 return False
         waited = "".join(self._waited)
         self._pending += waited
+        self._fed -= len(waited)  # (counted while set aside: held back now)
         if self.CONTEXT is None:
             self._context = _appended(self, waited)
         self._waited = []

@@ -951,9 +951,10 @@ def test_a_long_literal_builds_no_table_of_its_prefixes() -> None:
 
 
 def test_every_regex_whitespace_character_is_whitespace_to_str_isspace() -> None:
-    """The fast path of a state watching a pattern led by `\\s*` sends a chunk ending in
-    whitespace to the scan with `text[-1].isspace()` (compiler.automaton.LED_BY_SPACE):
-    that must hold for every character `regex` matches with `\\s`."""
+    """The fast path of a state watching a pattern led by `\\s*` finds the whitespace at the
+    end of a chunk with `text.rstrip()` (compiler.automaton.LED_BY_SPACE), which strips what
+    `str.isspace` calls whitespace: that must hold for every character `regex` matches with
+    `\\s`."""
     space = regex.compile(r"\s")
     missed = [
         code
@@ -961,6 +962,54 @@ def test_every_regex_whitespace_character_is_whitespace_to_str_isspace() -> None
         if not 0xD800 <= code <= 0xDFFF and space.match(chr(code)) and not chr(code).isspace()
     ]
     assert missed == []
+
+
+def test_the_space_class_is_what_regex_matches_with_backslash_s() -> None:
+    """State.starts_or_held searches with `re`, whose `\\s` is str.isspace's: SPACE_CLASS
+    stands for the `regex` module's `\\s`, which the templates' patterns use."""
+    space = regex.compile(r"\s")
+    spaces = re.compile(runtime.automaton.SPACE_CLASS)
+    differ = [
+        code
+        for code in range(0x110000)
+        if bool(space.match(chr(code))) != bool(spaces.match(chr(code)))
+    ]
+    assert differ == []
+
+
+def _led_states() -> list[tuple[str, State]]:
+    """(entry, state) of every catalog state that holds a `\\s*` run in one search."""
+    found = []
+    for name in entry_names():
+        parser = importlib.import_module(f"generated.{name}").Parser
+        found += [
+            (f"{name}.{state.field}", state)
+            for state in vars(parser).values()
+            if isinstance(state, State) and state.starts_or_held is not None
+        ]
+    return found
+
+
+@pytest.mark.parametrize(("name", "state"), _led_states(), ids=lambda item: str(item))
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_one_search_holds_what_the_run_and_the_pieces_hold(
+    name: str, state: State, data: Any
+) -> None:
+    """For a state whose patterns are led by `\\s*`, `starts_or_held` (one search, which
+    Regions._feed_piece routes a chunk by) tells what the searches it stands for tell: a
+    start text (`starts`), else where a scan holds back the end (`held_at_end`: the longest
+    piece of a start text, or the run before a piece of a led text or before the end)."""
+    texts = state.start_texts
+    words = [text[:end] for text in texts for end in range(1, len(text) + 1)]
+    part = st.one_of(
+        st.sampled_from(words),
+        st.sampled_from([" ", "\n", "\t", "\xa0", "\u3000", "\x1c", "  "]),
+        st.text("ab<>|/", min_size=1, max_size=3),
+    )
+    text = "".join(data.draw(st.lists(part, max_size=6)))[: runtime.automaton.ONE_SEARCH_SPAN]
+    expected = None if state.starts.search(text) else state.held_at_end(text)
+    assert state.held_unless_started(text) == expected, name
 
 
 def test_a_run_that_leads_a_pattern_waits_when_long() -> None:
