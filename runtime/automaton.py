@@ -1049,7 +1049,7 @@ class State:
         # Where the patterns led by a run share the run `\s*`: one search that tells a start
         # text (the `start` group) from where a scan holds back the end of a text with none
         # (`held_at_end`, three searches): a piece of a start text, or the run before a piece
-        # of a led text or before the end (an empty match at the end: nothing is held).
+        # of a led text or before the end.
         self.starts_or_held = None
         size = sum(len(text) * (len(text) - 1) // 2 for text in self.start_texts)
         if self.starts is not None and size <= MAX_PIECES:
@@ -1059,7 +1059,10 @@ class State:
                 starts = f"(?P<start>{self.starts.pattern})"
                 self.starts_or_piece = re.compile(f"{starts}|(?:{ends})\\Z")
                 if self.led_back is not None and self.led_back.pattern == r"\s*":
-                    run = f"{SPACE_CLASS}*(?:{led_ends})?" if led_ends else f"{SPACE_CLASS}*"
+                    # (A piece with no run before it is one of `ends`. With a run of one or
+                    # more, every branch starts on one of a few characters, which `re` skips
+                    # to: 0.3-0.6 us a search of 4-10 characters, against 0.35-0.9 with `*`.)
+                    run = f"{SPACE_CLASS}+(?:{led_ends})?" if led_ends else f"{SPACE_CLASS}+"
                     self.starts_or_held = re.compile(f"{starts}|(?:{ends})\\Z|{run}\\Z")
         # The first character of every start text, when all share one and every match of a
         # watched delimiter starts with one of them (none is led by a run): `skip` finds
@@ -1161,10 +1164,7 @@ class State:
         match = find.search(text)
         if match is None:
             return -1
-        if match.lastgroup:
-            return None
-        start = match.start()
-        return -1 if start == len(text) else start  # (starts_or_held: an empty run at the end)
+        return None if match.lastgroup else match.start()
 
     def piece_at_end(self, text: str) -> int:
         """Start of the longest suffix of `text` that begins a start text, or -1.
