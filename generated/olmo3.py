@@ -127,7 +127,7 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             # A run of whitespace may lead a watched pattern: the run at the end of a chunk is
             # held back, as a scan holds it, and goes on with the next chunk (other held-back
-            # text, or a run that is not one of SPACE_RUNS, goes to the scan).
+            # text, and runs not in SPACE_RUNS, take the general route).
             held = self._pending
             kept = text.rstrip()
             if kept is not text:
