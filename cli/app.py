@@ -8,6 +8,7 @@ the runtime and one generated module, nothing more.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -78,6 +79,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except (UnknownModel, UsageError) as error:
         report(error)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (`... | head`): stop quietly, as a command killed
+        # by SIGPIPE does, with its status, and point stdout at /dev/null so that the
+        # interpreter's flush at exit does not fail on the closed pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE (13), a shell's status for a command it killed
 
 
 if __name__ == "__main__":

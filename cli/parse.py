@@ -78,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         message, final_events = parser.finalize()
         _write_events(final_events)
         _write_events([{"type": "message", "message": message}])
+    except BrokenPipeError:
+        raise  # the reader of stdout went away: not the parser's error (see app.main)
     except Exception as error:  # the parser's error is the answer for this output
         report(error, kind=True)
         return 1

@@ -183,6 +183,27 @@ def test_parse_rejects_an_unknown_model_or_file(
     assert "cannot read" in capsys.readouterr().err
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    """`... --events | head -1`: once the reader closes the pipe, the command stops with a
+    shell's status for SIGPIPE (141) and writes no error (it is not the parser's)."""
+    call = '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>\n'
+    output = "Calls.\n" + call * 5000  # events far beyond a pipe's buffer
+    command = [sys.executable, "-m", "cli", "parse", "--model", MODEL, "--prefix", "", "--events"]
+    with subprocess.Popen(
+        command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(output.encode())
+        process.stdin.close()
+        first = json.loads(process.stdout.readline())
+        process.stdout.close()
+        assert process.stderr is not None
+        errors = process.stderr.read().decode()
+        status = process.wait(timeout=300)
+    assert first["type"] == "region_open"
+    assert (status, errors) == (141, "")
+
+
 def test_parse_in_a_subprocess(tmp_path: Path) -> None:
     case = case_named(MODEL, "content then two calls on separate lines")
     result = run_cli("parse", "--model", MODEL, *write_case(tmp_path, case))
