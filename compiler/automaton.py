@@ -160,10 +160,6 @@ class Automaton:
     start: StatePlan
     # Left context to keep for look-behind; None when a pattern's reach cannot be bounded.
     context: int | None
-    # True when the patterns look behind only to tell the stream's first position from
-    # later ones (`^`, `\A`: RegexProfile.reads_before): the context is then one character,
-    # which any character can be, so a fast path need not keep the last one routed.
-    context_marks_origin: bool = False
 
 
 def build_automaton(template: Template) -> Automaton:
@@ -198,9 +194,4 @@ def build_automaton(template: Template) -> Automaton:
     context = (
         None if None in reaches else max([0, *(reach for reach in reaches if reach is not None)])
     )
-    marks_origin = context == 1 and not any(
-        item.reads_before for item in profiles.values() if item.lookbehind
-    )
-    return Automaton(
-        states=tuple(states), start=start, context=context, context_marks_origin=marks_origin
-    )
+    return Automaton(states=tuple(states), start=start, context=context)

@@ -102,11 +102,6 @@ class RegexProfile:
     led_guarded: bool = False
     led_bare: bool = False
     guarded_prefixes: tuple[str, ...] = ()
-    # Whether a match depends on the characters before the search position (look-behind,
-    # `\b`, `^` under MULTILINE), not only on whether there are any (`^`, `\A`: the
-    # stream's first position). When no pattern's does, the left context only marks that
-    # position as past, and any characters do (see compiler.automaton.Automaton).
-    reads_before: bool = True
 
     @property
     def cheap(self) -> bool:
@@ -159,9 +154,8 @@ def profile(pattern: str) -> RegexProfile:
         return _by_head(pattern)
     items = list(tree)
     lookbehind = _lookbehind(items)
-    reads_before = _reads_before(items, bool(tree.state.flags & re.MULTILINE))
     if tree.state.flags & re.IGNORECASE:
-        return RegexProfile(lookbehind=lookbehind, first_chars=None, reads_before=reads_before)
+        return RegexProfile(lookbehind=lookbehind, first_chars=None)
     runs = _runs(pattern, items, led=bool(_led_by(pattern, items)[0]))
     exact = _REGEX_ONLY_CLASS.sub(_stand_in, pattern) == pattern
     repeats = _cheap_repeats(_attempt_degree(items, exact))
@@ -176,7 +170,6 @@ def profile(pattern: str) -> RegexProfile:
             runs=runs,
             repeats=repeats,
             start_only=True,
-            reads_before=reads_before,
         )
     if start_only:  # the other branches, as one alternation
         items = later[0] if len(later) == 1 else [(sre.BRANCH, (None, later))]
@@ -203,7 +196,6 @@ def profile(pattern: str) -> RegexProfile:
         led_guarded=guarded,
         guarded_prefixes=guarded_prefixes,
         led_bare=bool(led_by) and not all(_guard_end(option) for option in later),
-        reads_before=reads_before,
     )
 
 
@@ -1029,28 +1021,6 @@ def _lookbehind(items: list[Any]) -> int | None:
                 return None
             need = max(need, inner)
     return need if need <= MAX_CONTEXT else None
-
-
-def _reads_before(items: list[Any], multiline: bool) -> bool:
-    """Whether `items` look at the characters before a position (RegexProfile.reads_before):
-    a look-behind, a word boundary, `^` under MULTILINE (a group that turns MULTILINE on
-    counts, whatever it holds). `^` otherwise and `\\A` only ask whether there are any."""
-    for op, av in items:
-        if op is sre.AT:
-            origin = av is sre.AT_BEGINNING_STRING or (av is sre.AT_BEGINNING and not multiline)
-            if av in _LEFT_LOOKING and not origin:
-                return True
-            continue
-        if op in (sre.ASSERT, sre.ASSERT_NOT):
-            direction, sub = av
-            if direction < 0 or _reads_before(list(sub), multiline):
-                return True
-            continue
-        if op is sre.SUBPATTERN and av[1] & re.MULTILINE:
-            return True
-        if any(_reads_before(sub, multiline) for sub in _children(op, av)):
-            return True
-    return False
 
 
 def _children(op: Any, av: Any) -> list[list[Any]]:

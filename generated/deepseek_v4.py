@@ -162,7 +162,7 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if not text or ("<" in text and state.may_start(text)):
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             # A run of whitespace may lead a watched pattern: the run at the end of a chunk is
             # held back, as a scan holds it, and goes on with the next chunk (other held-back
             # text, and runs not in SPACE_RUNS, take the general route).
@@ -175,15 +175,14 @@ class Parser(CompiledParser):
                     or tail not in SPACE_RUNS
                     or (held and (held not in SPACE_RUNS or self._waiting is not None))
                 ):
-                    return self._feed_run(text)
+                    return self._feed_piece(text)
                 self._pending = tail
                 text = held + kept
             elif held:
                 if held not in SPACE_RUNS or self._waiting is not None:
-                    return self._feed_run(text)
+                    return self._feed_piece(text)
                 self._pending = ""
                 text = held + text
-            self._context = (self._context + text)[-15:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -193,10 +192,9 @@ class Parser(CompiledParser):
             # fields.thinking: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if "<" in text and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = (self._context + text)[-15:]
+                return self._feed_piece(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -206,10 +204,9 @@ class Parser(CompiledParser):
             # fields.tool_calls: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if ("/" in text or "<" in text) and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = (self._context + text)[-15:]
+                return self._feed_piece(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -124,8 +124,6 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             if ("\n" in text or "<" in text) and state.may_start(text):
                 return self._feed_piece(text)
-            if not self._context:  # it only marks the stream's start as past (`^`)
-                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -138,8 +136,6 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             if "<" in text and state.may_start(text):
                 return self._feed_piece(text)
-            if not self._context:  # it only marks the stream's start as past (`^`)
-                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -152,8 +148,6 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             if "<" in text and state.may_start(text):
                 return self._feed_piece(text)
-            if not self._context:  # it only marks the stream's start as past (`^`)
-                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

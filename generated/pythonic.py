@@ -101,10 +101,9 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if ("<" in text or "[" in text) and state.may_start(text):
-                return self._scan_feed(text)
-            self._context = (self._context + text)[-2:]
+                return self._feed_piece(text)
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -112,8 +112,6 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             if ("<" in text or "[" in text or "`" in text) and state.may_start(text):
                 return self._feed_piece(text)
-            if not self._context:  # it only marks the stream's start as past (`^`)
-                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:
@@ -126,8 +124,6 @@ class Parser(CompiledParser):
                 return self._feed_piece(text)
             if ("<" in text or "`" in text) and state.may_start(text):
                 return self._feed_piece(text)
-            if not self._context:  # it only marks the stream's start as past (`^`)
-                self._context = text[-1:]
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

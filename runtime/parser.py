@@ -137,7 +137,7 @@ class CompiledParser(Regions):
         missing = [name for name in self.REQUIRED if name not in output]
         if missing:
             error = MissingFieldError(missing)
-            if not self._keep_raw:
+            if self._on_error == "raise":
                 raise error
             self._errors.append(
                 {"field": None, "offset": None, "error": _describe(error), "raw": None}
@@ -200,7 +200,7 @@ PrefixState = tuple[
 PREFIX_STATES = 256
 
 # Set by the constructor, not by the prefix: never part of a prefix state.
-_OWN = frozenset({"_tool_params", "_on_error", "_keep_raw", "_regex_timeout", "_output", "_errors"})
+_OWN = frozenset({"_tool_params", "_on_error", "_regex_timeout", "_output", "_errors"})
 # Values a prefix state shares between parsers as they are: nothing changes them in place.
 _SHARED = (str, int, bool, float, type(None), State, RegexDelimiter, HeldRun, HeldObject)
 

@@ -53,7 +53,6 @@ class Regions(Scanner):
         """No region open and the template's defaults as the message."""
         self._tool_params = tool_parameters(tools)
         self._on_error = on_error
-        self._keep_raw = on_error != "raise"
         self._errors: list[dict[str, Any]] = []  # what the lenient modes recovered from
         self._output: dict[str, Any] = self._new_output()
         self._parts: list[str] = []  # the open region's latest chunks
@@ -97,11 +96,11 @@ class Regions(Scanner):
         which go to the open region less a piece of one at their end, held back. Where that
         route is one search (`State.quick_route`), it is taken here without another call
         (4-character chunks dense in `<`, smollm3's thinking: 0.61 to 0.58 us a chunk).
-        Anything else goes to `_scan_feed`, before anything changes. Generated only for
-        parsers that keep no left context (`CONTEXT == 0`), or one character that only
-        marks the stream's start as past (Automaton.context_marks_origin): once it is there,
-        the text needs no other place (xlam and ernie, 4-character chunks of content dense
-        in `<`: 0.52-0.60 to 0.43 us a chunk, 0.48-0.49 to 0.40).
+        Anything else goes to `_scan_feed`, before anything changes. Generated for parsers
+        whose left context is bounded, which is brought up to date from the region's chunks
+        when read (`Scanner._left_context`), so the routed text needs no other place (xlam
+        and ernie, 4-character chunks of content dense in `<`: 0.52-0.60 to 0.43 us a
+        chunk, 0.48-0.49 to 0.40).
         """
         state = self._state
         buf = self._pending + text
@@ -111,7 +110,8 @@ class Regions(Scanner):
             or not text
             or len(buf) > ONE_SEARCH_SPAN
             or not self._opened
-            or (self.CONTEXT and not self._context)  # (see Automaton.context_marks_origin)
+            # (at the stream's start a `^` branch may match: State.start_only)
+            or (self.CONTEXT and not self._context and self._at_origin())
             or self._held_by is not None
             or self._waiting is not None
             or self._finalized
@@ -159,7 +159,7 @@ class Regions(Scanner):
         if self._opened:
             state = self._state
             cut = cut and state.field == TOOL_CALLS and state is not self.START
-            if self._keep_raw:
+            if self._on_error != "raise":  # the lenient modes keep the raw text
                 if self._close_keeping_raw(state, events, closing, cut):
                     return  # on_error="content": the implicit region took the raw text
             else:
@@ -307,9 +307,12 @@ class Regions(Scanner):
         strings they would cost some fifty bytes each. Blocks keep memory near the text's
         own size, and each character is copied once more, not once per chunk.
         """
+        if self.CONTEXT:  # (a fast path may call it: the context takes up the chunks first)
+            self._left_context()
         block = "".join(self._parts)
         self._blocks.append(block)
         self._parts = []
+        self._context_count = 0
         self._fed += len(block)
 
     def _drop_parts(self) -> None:

@@ -64,11 +64,13 @@ class Scanner:
     START: ClassVar[State]
     # Characters of already-routed text that regex delimiters may look behind into
     # (`^`, `\b`, look-behind); None when that cannot be bounded, so nothing is dropped.
-    # Where only a `^` (or `\A`) looks, the one character just marks the stream's start as
-    # past: generated fast paths leave whichever is there (Automaton.context_marks_origin).
+    # A bounded context is brought up to date when it is read (`_left_context`): generated
+    # fast paths add a chunk to the region, not to it.
     CONTEXT: ClassVar[int | None] = 0
     # Held-back text this long is checked for a match only a known text can change.
     WAIT_AFTER: ClassVar[int] = WAIT_AFTER
+    # The open region's latest chunks (runtime.regions keeps them).
+    _parts: list[str]
 
     def _start_scanning(self, regex_timeout: float | None) -> None:
         """The window of a parser nothing has been fed to, in its start state."""
@@ -78,6 +80,9 @@ class Scanner:
         self._opened = False  # whether the current state's region has opened
         self._pending = ""  # held-back text
         self._context = ""  # routed text regex delimiters may look behind into
+        # With a bounded context: how many of the region's chunks (`_parts`) it holds; the
+        # chunks after them were routed since, by fast paths (`_left_context` adds them).
+        self._context_count = 0
         self._buf = ""  # during a scan: context + held-back text + the new text
         self._pos = 0  # during a scan: where in _buf routing has got to
         # Offsets count characters of generated text: the prefix after its anchor is negative.
@@ -142,7 +147,9 @@ class Scanner:
                     plain = state.guarded_piece.search(buf, max(0, piece)) is None
                 if piece == -1 or plain:
                     routed, held = (buf, "") if piece == -1 else (buf[:piece], buf[piece:])
-                    if self._opened and self.CONTEXT == 0:  # the usual case, in one call
+                    # Into an open region, in one call (a bounded left context takes the
+                    # chunk up when it is read: `_left_context`).
+                    if self._opened and self.CONTEXT is not None:
                         self._pending = held
                         if not routed:
                             return []
@@ -171,7 +178,7 @@ class Scanner:
             or len(pending) + len(text) >= self.WAIT_AFTER
         ):
             return False
-        context = self._context
+        context = self._left_context()
         if not self._state.holds(delim, context + pending + text, len(context)):
             return False
         self._pending = pending + text
@@ -222,8 +229,8 @@ class Scanner:
         keep = self.CONTEXT
         if keep is None:  # the stream so far, held-back text included: add the new chunk
             self._context = _appended(self, chunk)
-        elif keep:
-            self._context = (self._context + text)[-keep:]
+        elif keep and self._state.field is None:  # the null sink keeps no chunks to add later
+            self._context = (self._left_context() + text)[-keep:]
         self._pending = held
         if not text:
             return []
@@ -248,8 +255,9 @@ class Scanner:
             size = len(self._context) - len(self._pending)
             buf = _appended(self, text)
         else:
-            size = len(self._context)
-            buf = self._context + self._pending + text
+            context = self._left_context() if self.CONTEXT else ""
+            size = len(context)
+            buf = context + self._pending + text
         self._base = -len(self._pending) - size
         self._buf = buf
         self._pos = size
@@ -270,6 +278,7 @@ class Scanner:
                 self._context = buf
             elif keep:
                 self._context = buf[max(0, pos - keep) : pos]
+                self._context_count = len(self._parts)
             self._buf = ""
             if self._state is not state or self._opened is not opened or state.start_only:
                 self._bind_feed()
@@ -310,6 +319,28 @@ class Scanner:
         self._waiting = None
         return True
 
+    def _left_context(self) -> str:
+        """The left context: with CONTEXT > 0, the last CONTEXT characters routed (with
+        None or 0, `_context` as it is).
+
+        Fast paths (and the routes that append a chunk, `_feed_piece`, `_scan_feed`,
+        `_route`) do not keep it: they add the chunk to the open region, and
+        `(context + chunk)[-CONTEXT:]` on every chunk cost deepseek_v4 (CONTEXT 15) a fifth
+        of its time per chunk of prose. Between scans the region's chunks (`_parts`) only grow
+        by appends, so the context is `_context` and then the chunks after the first
+        `_context_count`; `_compact`, which a fast path may call, takes them up before it
+        joins them, and a scan sets both at its end (whatever it did to `_parts`: only a scan
+        opens, closes or drops a region). The null sink keeps no chunks: its fast path and
+        `_route` keep its context as they go.
+        """
+        keep = self.CONTEXT
+        parts = self._parts
+        count = self._context_count
+        if keep and count != len(parts):
+            self._context = (self._context + "".join(parts[count:]))[-keep:]
+            self._context_count = len(parts)
+        return self._context
+
     def _append_context(self, text: str) -> None:
         """Fast paths of CONTEXT None parsers: the whole stream grows by `text`."""
         self._context = _appended(self, text)
@@ -335,10 +366,9 @@ class Scanner:
         first position, where a `^` branch of a pattern may match (State.start_only). Past it
         the left context holds at least a character (CONTEXT >= 1 with a `^`), or, with no
         bound, the routed stream."""
-        routed = len(self._context)
         if self.CONTEXT is None:  # the context holds the held-back text too
-            routed -= len(self._pending)
-        return routed == 0
+            return len(self._context) == len(self._pending)
+        return not self._left_context()
 
     def _process(self, events: list[Event], eos: bool) -> None:
         """Run scan steps until nothing more can be committed (docs/design.md, "One scan step")."""

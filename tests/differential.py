@@ -15,6 +15,7 @@ reference emitted before the budget ran out.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -76,10 +77,10 @@ def _step(action: Any) -> tuple[str, Any]:
 
 
 def trace(
-    make: Any, chunks: Sequence[str], received: Callable[[Any], int] | None = None
+    make: Any, chunks: Sequence[str], window: Callable[[Any, str, int], None] | None = None
 ) -> list[tuple[str, Any]]:
-    """The trace of a parser `make()` builds, fed `chunks`. With `received`, each feed
-    that returns also checks that `received(parser)` counts every character fed so far."""
+    """The trace of a parser `make()` builds, fed `chunks`. With `window`, each feed that
+    returns also checks the parser's window: `window(parser, chunks so far joined, count)`."""
     steps: list[tuple[str, Any]] = []
     holder: list[Any] = []
 
@@ -91,14 +92,12 @@ def trace(
     if steps[-1][0] != "ok":
         return steps
     parser = holder[0]
-    fed = 0
-    for chunk in chunks:
+    for count, chunk in enumerate(chunks, 1):
         steps.append(_step(lambda chunk=chunk: parser.feed(chunk)))
         if steps[-1][0] == "hang":
             return steps
-        fed += len(chunk)
-        if received is not None and steps[-1][0] == "ok":
-            assert received(parser) == fed, f"{received(parser)} characters counted, {fed} fed"
+        if window is not None and steps[-1][0] == "ok":
+            window(parser, "".join(chunks[:count]), count)
     steps.append(_step(parser.finalize))
     if steps[-1][0] == "ok":
         steps.append(_step(lambda: parser.feed("more")))
@@ -115,12 +114,33 @@ def reference_trace(
 def compiled_trace(
     parser_cls: Any, prefix: Any, chunks: Sequence[str], tools: Any = None
 ) -> list[tuple[str, Any]]:
-    return trace(lambda: parser_cls(prefix, tools=tools), chunks, _received)
+    return trace(lambda: parser_cls(prefix, tools=tools), chunks, _check_window(prefix))
 
 
-def _received(parser: Any) -> int:
-    """What a compiled parser counts as received (error offsets count from it)."""
-    return parser._received()  # type: ignore[no-any-return]
+def _check_window(prefix: str) -> Callable[[Any, str, int], None]:
+    """Checks of a compiled parser's window after a feed: it counts every character fed
+    as received (error offsets count from it), and its left context is the routed
+    stream's last CONTEXT characters (the whole stream with CONTEXT None), however the
+    fast paths left it (Scanner._left_context)."""
+
+    def check_window(parser: Any, fed: str, count: int) -> None:
+        received = parser._received()
+        assert received == len(fed), f"{received} characters counted, {len(fed)} fed"
+        keep = parser.CONTEXT
+        if not keep and keep is not None:
+            return
+        stream = parser._after_last_anchor(prefix) + fed
+        routed = len(stream) - sum(map(len, parser._waited))  # (set aside while waiting)
+        if keep is None:  # held-back text included
+            assert parser._context == stream[:routed], f"left context after chunk {count}"
+            return
+        routed -= len(parser._pending)
+        context = copy.copy(parser)._left_context()  # (as it reads it: the parser unchanged)
+        assert (
+            context == stream[:routed][-keep:]
+        ), f"left context after chunk {count}: {context!r}, routed {stream[:routed][-keep:]!r}"
+
+    return check_window
 
 
 def assert_same_trace(

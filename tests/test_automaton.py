@@ -357,9 +357,6 @@ def test_start_only_branches_and_look_behind_led_runs_are_read_apart() -> None:
     assert ernie.first_chars == frozenset("<") and ernie.lookbehind == 1
     xlam = profile(r"(?:^\s*|<t>\s*|\[T\]\s*)(?=\[)")
     assert xlam.start_only and xlam.literal_prefixes == ("<t>", "[T]")
-    # Their `^` only asks whether the stream's first position is past, as `\A` does.
-    assert not ernie.reads_before and not xlam.reads_before
-    assert not profile(r"(?:\A|<a>)").reads_before and profile(r"(?<=\))\s*").reads_before
     assert profile(r"(?:\A|<a>)").literal_prefixes == ("<a>",)
     multiline = profile(r"(?m)(?:^|<a>)")
     assert not multiline.start_only and multiline.first_chars is None
@@ -383,36 +380,6 @@ def test_start_only_branches_and_look_behind_led_runs_are_read_apart() -> None:
     assert shared.prefix_guarded and shared.guarded_prefixes == ()
     assert not profile(r"<a>|\b<c>").prefix_guarded  # an assertion that is no look-behind
     assert not profile(r"<a>|<c>").prefix_guarded  # nothing guarded: prefix_at_start
-
-
-# Pieces of patterns that look before a position, some only at whether anything is there.
-_LOOKING = ["^", r"\A", r"\b", r"\B", "(?<=a)", "(?<!\n)", "(?m:^)", "(?=\\bx)", "a", "x", " "]
-
-
-@given(
-    st.lists(st.lists(st.sampled_from(_LOOKING), min_size=1, max_size=4), min_size=1, max_size=3),
-    st.booleans(),
-    st.sampled_from("ax \n"),
-    st.sampled_from("ax \n"),
-    st.text("ax \n", max_size=6),
-)
-@example([["^", "a"]], True, "a", "\n", "a")  # `^` under MULTILINE reads the newline
-@example([[r"\b", "x"]], False, "a", " ", "x")
-@example([["(?m:^)", "a"]], False, "a", "\n", "a")  # a group that turns MULTILINE on
-def test_a_pattern_that_does_not_read_before_a_position_ignores_the_context(
-    branches: list[list[str]], multiline: bool, before: str, other: str, text: str
-) -> None:
-    """RegexProfile.reads_before: when it is False, what a pattern matches from position 1
-    on is the same whatever character position 0 holds (a fast path may then keep any
-    character as the left context: compiler.automaton.Automaton.context_marks_origin)."""
-    pattern = ("(?m)" if multiline else "") + "|".join("".join(branch) for branch in branches)
-    compiled = regex.compile(pattern, regex.DOTALL)
-    spans = {
-        (None if found is None else found.span())
-        for found in (compiled.search(first + text, 1) for first in (before, other))
-    }
-    if len(spans) > 1:  # the context changed the match: the pattern reads it
-        assert profile(pattern).reads_before, pattern
 
 
 def test_a_pattern_outside_the_subset_is_read_by_its_head() -> None:
