@@ -1109,14 +1109,13 @@ class State:
         # what the fields above tell (and the fast path) then holds only past it, so the
         # scanner scans the stream's start in full (Scanner._at_origin).
         self.start_only = any(delim.start_only for delim in patterns)
-        # The one search the prefiltered route of a scan step (Scanner._scan_feed) always is
-        # here, with none of its other tests to make, or None: `starts_or_piece`, or for
-        # patterns led by `\s*` `starts_or_held`, where pieces are exactly what a scan holds
-        # and none is refused by a look-behind (a start-only branch is past, as fast paths
+        # The one search the prefiltered route of a scan step (Scanner._scan_feed) is here,
+        # or None: `starts_or_piece`, or for patterns led by `\s*` `starts_or_held`, where
+        # pieces are exactly what a scan holds (a start-only branch is past, as fast paths
         # run only past the stream's first position). Regions._feed_piece takes it without
-        # a call.
+        # a call, and asks `guarded_piece` only of a piece it found.
         quick = self.starts_or_held if self.led else self.starts_or_piece
-        self.quick_route = quick if plain_pieces and self.guarded_piece is None else None
+        self.quick_route = quick if plain_pieces else None
         # How the field stores a value ("assign", "append" for repeats, "join"), for the
         # raw text that on_error="keep_raw" stores when the value does not parse.
         self.store = store
