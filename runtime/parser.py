@@ -273,6 +273,17 @@ def after_last_literal(prefix: str, literals: tuple[str, ...]) -> str:
     Matches are found left to right without overlapping, as `finditer` on the reference's
     alternation finds them; with no match the whole prefix is kept.
     """
+    if len(literals) == 1:
+        # The last occurrence is the last match unless an occurrence overlaps it (a literal
+        # that overlaps itself): the one before it is the only one that can. Two searches
+        # from the end, instead of one per match (a chat prompt: 0.9 -> 0.3 us).
+        literal = literals[0]
+        last = prefix.rfind(literal)
+        if last == -1:
+            return prefix
+        before = prefix.rfind(literal, 0, last + len(literal) - 1)
+        if before == -1 or before + len(literal) <= last:
+            return prefix[last + len(literal) :]
     end = None
     pos = 0
     # Next occurrence of each literal at or after `pos`; -1 once it has none left.

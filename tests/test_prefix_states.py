@@ -11,6 +11,7 @@ different texts in turns; under every on_error policy.
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from catalog_samples import TOOLS
 from differential import accepted_parser
 from fixtures import ON_ERROR, load_fixtures
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from strategies import chunkings, outputs_for, prefixes, templates
 
@@ -135,3 +136,15 @@ def test_parsers_from_one_state_share_nothing(data: Any) -> None:
     for index, each in enumerate(pair):
         got[index].append(("ok", each.finalize()))
     assert got == expected
+
+
+@given(st.text("ab<", min_size=1, max_size=4), st.text("ab<", max_size=24))
+@example("aa", "aaa")  # the last occurrence (at 1) overlaps the last match (at 0)
+@example("aba", "abababa")
+def test_a_literal_anchor_cuts_the_prefix_after_its_last_match(literal: str, prefix: str) -> None:
+    """after_last_literal finds a single literal from the end; a literal that overlaps
+    itself (`aa` in `aaa`) must still cut where `finditer` finds its last match, left to
+    right without overlapping, as the reference finds it."""
+    matches = list(re.finditer(re.escape(literal), prefix))
+    expected = prefix[matches[-1].end() :] if matches else prefix
+    assert runtime.parser.after_last_literal(prefix, (literal,)) == expected
