@@ -148,11 +148,11 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     def feed(self, text: str) -> list[Event]:
-        # The current state's fast path (CompiledParser.feed has the scan loop and the type
-        # check): a chunk that goes straight into a region costs this one call.
-        state = self._fast
-        if state is None or text.__class__ is not str:
+        # The current state's fast path (CompiledParser.feed has the type check, _scan_feed
+        # the scan loop): a chunk that goes straight into a region costs this one call.
+        if text.__class__ is not str:
             return CompiledParser.feed(self, text)
+        state = self._fast  # (None where no fast path applies: the scan loop, below)
         if state is SINK:
             # Outside any region: text that cannot start a watched delimiter is dropped.
             if self._pending or not text:

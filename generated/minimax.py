@@ -107,11 +107,11 @@ class Parser(CompiledParser):
         return after_last_literal(prefix, START_ANCHOR)
 
     def feed(self, text: str) -> list[Event]:
-        # The current state's fast path (CompiledParser.feed has the scan loop and the type
-        # check): a chunk that goes straight into a region costs this one call.
-        state = self._fast
-        if state is None or text.__class__ is not str:
+        # The current state's fast path (CompiledParser.feed has the type check, _scan_feed
+        # the scan loop): a chunk that goes straight into a region costs this one call.
+        if text.__class__ is not str:
             return CompiledParser.feed(self, text)
+        state = self._fast  # (None where no fast path applies: the scan loop, below)
         if state is CONTENT_STATE:
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.

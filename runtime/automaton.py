@@ -936,6 +936,8 @@ class State:
         "leads",
         "at_end",
         "starts_or_piece",
+        "shortest_start",
+        "short_pieces",
         "starts_or_held",
         "led",
         "led_back",
@@ -1064,6 +1066,23 @@ class State:
                     # to: 0.3-0.6 us a search of 4-10 characters, against 0.35-0.9 with `*`.)
                     run = f"{SPACE_CLASS}+(?:{led_ends})?" if led_ends else f"{SPACE_CLASS}+"
                     self.starts_or_held = re.compile(f"{starts}|(?:{ends})\\Z|{run}\\Z")
+        # A chunk shorter than every start text holds none whole, only a piece at its end;
+        # when the start texts share one lead character and hold it nowhere else, a piece
+        # can only begin on the chunk's last lead character: `may_start` looks that suffix
+        # up in the set of pieces (4-character chunks of text dense in `<`: 0.10 us against
+        # 0.2-0.3 for `starts_or_piece`). `shortest_start` is 0 where that does not hold.
+        self.shortest_start = 0
+        self.short_pieces: frozenset[str] = frozenset()
+        if (
+            self.starts is not None
+            and len(self.leads) == 1
+            and size <= MAX_PIECES
+            and not any(self.leads in text[1:] for text in self.start_texts)
+        ):
+            self.shortest_start = min(map(len, self.start_texts))
+            self.short_pieces = frozenset(
+                text[:end] for text in self.start_texts for end in range(1, len(text))
+            )
         # The first character of every start text, when all share one and every match of a
         # watched delimiter starts with one of them (none is led by a run): `skip` finds
         # the first place a match can start with one memchr pass.
@@ -1142,6 +1161,8 @@ class State:
 
     def may_start(self, text: str) -> bool:
         """Whether a watched delimiter occurs in `text`, or begins at its end."""
+        if len(text) < self.shortest_start:
+            return text[text.rfind(self.leads) :] in self.short_pieces
         if self.starts_or_piece is not None and len(text) <= ONE_SEARCH_SPAN:
             return self.starts_or_piece.search(text) is not None
         if self.starts is None or self.starts.search(text) is not None:
@@ -1319,5 +1340,21 @@ class State:
         """
         if len(buf) - pos > delim.short_span:
             return False
+        if delim.prefixes and (pos or not delim.start_only):
+            # Matches start where a prefix does: one partial match attempt at `pos` says it
+            # (a tool call's header arriving in 4-character chunks: 1.3 us, against 3.3 for
+            # the search), unless a prefix occurs after `pos`, where a complete match, which
+            # the search prefers, may start. (`attempts`: a partial attempt of the pattern
+            # itself first scans the rest for its required literal, 2.1 us.)
+            match = delim.attempts.match(buf, pos, partial=True)
+            if match is None or match.end() != len(buf):
+                return False  # none, or a complete match that ends before the buffer does
+            if not match.partial:
+                return True
+            for prefix in delim.prefixes:
+                if buf.find(prefix, pos + 1) != -1:
+                    break
+            else:
+                return True
         hit = delim.search(buf, pos, False, len(buf))
         return hit is not None and hit[0] == pos and hit[2]

@@ -91,10 +91,11 @@ class CompiledParser(Regions):
     def feed(self, text: str) -> list[Event]:
         """Feed generated text; return the events it completes.
 
-        A generated parser's `feed` first runs the current state's fast path (`_fast`, set
-        by Scanner._bind_feed), written into that method so that a chunk going straight
-        into a region costs one call; it calls this one for the rest: the scan loop, and
-        the type check. Anything but a str raises TypeError and changes nothing.
+        A generated parser's `feed` runs the current state's fast path (`_fast`, set by
+        Scanner._bind_feed) on a str, written into that method so that a chunk going
+        straight into a region costs one call, and `_scan_feed` (the scan loop) on the rest
+        of them; it calls this one for anything else, the type check. Anything but a str
+        raises TypeError and changes nothing.
         """
         if text.__class__ is str:
             return self._scan_feed(text)

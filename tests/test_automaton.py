@@ -205,6 +205,63 @@ def test_a_pattern_being_matched_holds_the_rest() -> None:
     assert not start.holds(pattern, "xaab", 0) and start.holds(pattern, "xaab", 1)
 
 
+@pytest.fixture
+def qwen3_scans(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
+    """qwen3's Parser class, and the chunks that went to its `_scan_feed` since last cleared."""
+    parser_class = importlib.import_module("generated.qwen3").Parser
+    scans: list[str] = []
+    scan_feed = parser_class._scan_feed
+
+    def counted(parser: Any, text: str) -> Any:
+        scans.append(text)
+        return scan_feed(parser, text)
+
+    monkeypatch.setattr(parser_class, "_scan_feed", counted)
+    return parser_class, scans
+
+
+def test_a_tool_calls_body_goes_through_no_scan(qwen3_scans: tuple[Any, list[str]]) -> None:
+    """A tool call's body in 4-character chunks, after the chunk that completes its open
+    (`c>\n<`, whose rest after the open holds a piece of `</tool_call>`), goes through no
+    `_scan_feed` until the close arrives: the rest after the open takes the prefiltered
+    route (Scanner._held_unscanned) and names no pattern as holding it. (A scan step there
+    named the close pattern, which stayed named through the body and sent every chunk
+    that held or followed a `<` through `_scan_feed` and a search.)"""
+    parser_class, scans = qwen3_scans
+    body = "<parameter=q>\nitem\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n"
+    text = f"Hi.\n<tool_call>\n<function=abc>\n{body}</tool_call>"
+    parser = parser_class("")
+    scanned = []  # whether each chunk went through `_scan_feed`
+    for index in range(0, len(text), 4):
+        scans.clear()
+        parser.feed(text[index : index + 4])
+        scanned.append(bool(scans))
+    start = text.index("<function=abc>\n<") + len("<function=abc>\n<")
+    assert text[start - 4 : start] == "c>\n<" and scanned[start // 4 - 1]
+    assert not any(scanned[start // 4 : text.index("</tool_call>") // 4]), scanned
+    assert parser.finalize()[0]["tool_calls"][0]["function"] == {
+        "name": "abc",
+        "arguments": {"q": "item", "n": 3},
+    }
+
+
+def test_a_hold_that_ended_is_forgotten(qwen3_scans: tuple[Any, list[str]]) -> None:
+    """A scan that ends holding a piece for a pattern (`<` after a `<tool_call>` that
+    opened nothing) names it; the chunk that ends the hold clears the name, so the chunks
+    after it are the fast path's again (it used to stay named until the next scan)."""
+    parser_class, scans = qwen3_scans
+    parser = parser_class("")
+    parser.feed("Hi <tool_call>x <")
+    chunks = ["abc", "a <b", "c <", "d", "e<f"]
+    sent = []
+    for chunk in chunks:
+        scans.clear()
+        parser.feed(chunk)
+        sent.append(bool(scans))
+    assert sent == [True, False, False, False, False]
+    assert parser.finalize()[0]["content"] == "Hi <tool_call>x <abca <bc <de<f"
+
+
 BUFFER_ALPHABET = "ab<>c|1 "
 
 
@@ -286,6 +343,25 @@ def test_piece_at_end_is_the_longest_suffix_that_begins_a_start_text(
     assert state.piece_at_end(text) == expected
     assert state.may_start(text) == (may_start or expected != -1)
     assert state.held_unless_started(text) == (None if may_start else expected)
+
+
+@given(
+    literals=st.lists(st.text("|/ab", min_size=1, max_size=5), min_size=1, max_size=4),
+    text=st.text("<|/ab x", max_size=6),
+)
+def test_may_start_on_a_chunk_shorter_than_every_start_text(literals: list[str], text: str) -> None:
+    """State.may_start on a chunk shorter than every start text, where the start texts hold
+    their one lead character only first (a look-up of the suffix from the last `<`), equals
+    its definition: a suffix of the chunk is a proper prefix of a start text."""
+    texts = tuple(sorted({"<" + literal for literal in literals}, key=len))
+    state = State("x", literals=(LiteralDelimiter(CLOSE, "x", texts, rank=0),), close=None)
+    assert state.shortest_start == len(texts[0])
+    expected = any(
+        start.startswith(text[index:]) and start != text[index:]
+        for index in range(len(text))
+        for start in texts
+    ) or any(start in text for start in texts)
+    assert state.may_start(text) == expected
 
 
 # (SPARSE, DENSE, GROWTH): windows from two characters on, after one place checked or more.
