@@ -56,6 +56,9 @@ IRRELEVANT: Any = object()
 SHORT_SPANS = (1024, 1024, 101, 32)
 # A partial search over at most this many characters is one search, not split in parts.
 SHORT_SPAN = 32
+# Seconds of CPU time State.holds gives a search that its pattern's short span does not
+# cover (Scanner._still_held, on at most WAIT_AFTER characters): past them, a scan decides.
+HOLD_SECONDS = 0.002
 # A text this short is searched once for a start text or a piece of one at its end
 # (State.starts_or_piece, a chunk's usual test); a longer one first for a start text, then
 # for a piece near its end: the combined regex tries its pieces at every position (155 us
@@ -1335,11 +1338,20 @@ class State:
 
         The step's held-back text starts at the earliest pending match, and nothing is
         committed from there on (docs/design.md, "One scan step"), so the other delimiters
-        need not be searched: only `delim`, as the step searches it. Asked only of a rest
-        that such a search covers without the time bound (`short_span`).
+        need not be searched: only `delim`, as the step searches it.
         """
         if len(buf) - pos > delim.short_span:
-            return False
+            # Not cheap to search over this rest (a `\s*`-led call open of a dozen parts):
+            # the search, under a short bound of its own, is still a third of the step's
+            # three (deepseek_r1's call header in 4-character chunks: 15-27 -> 6-10 us a
+            # chunk). One that runs past the bound leaves it to the step, which searches
+            # under the parser's.
+            try:
+                with errors.bounded_by(HOLD_SECONDS):
+                    hit = delim.search(buf, pos, False, len(buf))
+            except errors.RegexTimeout:
+                return False
+            return hit is not None and hit[0] == pos and hit[2]
         if delim.prefixes and (pos or not delim.start_only):
             # Matches start where a prefix does: one partial match attempt at `pos` says it
             # (a tool call's header arriving in 4-character chunks: 1.3 us, against 3.3 for
