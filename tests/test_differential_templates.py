@@ -160,6 +160,18 @@ JSON_CALL = load_entry("llama3_json").data["response_template"]["fields"]["tool_
 ]
 JSON_PIECES = ['{"name": "f", "parameters": {', '"a": ', '{"b": [1]}', '"s\\"}{"', '"x\\\\"']
 JSON_PIECES += [", ", "}", "{", '"', "\\", "abc ", "\n", "<|python_tag|>", ";", "é"]
+# llama3_json's call open, with a close and an implicit field: the JSON-object wait's template.
+JSON_CALL_TEMPLATE = {
+    "fields": {
+        "call": {
+            "open_pattern": JSON_CALL,
+            "close_pattern": r"\s*(?:;\s*)?",
+            "transform": "{call}",
+        },
+        "c": {},
+    },
+    "start_anchor": "<|s|>",
+}
 
 
 @pytest.mark.xfail(
@@ -172,19 +184,8 @@ def test_a_later_complete_object_ends_the_wait_on_an_earlier_one() -> None:
     """The reference holds from the later complete object (`{"name": "f", "parameters": {}}`,
     after `}`) once its last `}` arrives, and routes the text before it; the wait on the
     earlier object, still open, does not see it."""
-    template = {
-        "fields": {
-            "call": {
-                "open_pattern": JSON_CALL,
-                "close_pattern": r"\s*(?:;\s*)?",
-                "transform": "{call}",
-            },
-            "c": {},
-        },
-        "start_anchor": "<|s|>",
-    }
     output = '{"name": "f", "parameters": {{"b": [1]}{"name": "f", "parameters": {}}'
-    check(template, load_parser(template), "", list(output))
+    check(JSON_CALL_TEMPLATE, load_parser(JSON_CALL_TEMPLATE), "", list(output))
 
 
 @given(data=st.data())
@@ -192,17 +193,7 @@ def test_a_pending_json_object_is_held_as_the_reference_holds_it(data: Any) -> N
     """A pending match of the object waits for a `}` (runtime.waiting.HeldObject), also once `}` closed
     nested objects before it; with waits on every hold (shrunk thresholds), streamed in any
     chunks, the events are the reference's."""
-    template = {
-        "fields": {
-            "call": {
-                "open_pattern": JSON_CALL,
-                "close_pattern": r"\s*(?:;\s*)?",
-                "transform": "{call}",
-            },
-            "c": {},
-        },
-        "start_anchor": "<|s|>",
-    }
+    template = JSON_CALL_TEMPLATE
     parser = load_parser(template)
     pieces = data.draw(st.lists(st.sampled_from(JSON_PIECES), max_size=16), label="pieces")
     output = "".join(pieces)
