@@ -280,16 +280,66 @@ _JSON_OBJECT = r'\{(?:[^{}"]++|"(?:[^"\\]++|\\.)*+"|(?&NAME))*+\}'
 def _object_runs(head: str, rest: str) -> tuple[Run, ...]:
     """The wait of HEAD followed by a call of a JSON-object group (_JSON_OBJECT, see
     runtime.waiting.HeldObject), when HEAD consumes no `{`: then a match of HEAD ending
-    at a `{` is the one the pattern's object starts after, wherever HEAD may end."""
+    at a `{` is the one the pattern's object starts after, wherever HEAD may end; and when
+    its look-arounds stay within reach (_looks_past_object)."""
     called = _CALLED_OBJECT.fullmatch(rest)
     if called is None or called[1] != called[2]:
         return ()
     if called[3] != _JSON_OBJECT.replace("NAME", called[1]):
         return ()
     tree = parse(head)
-    if tree is None or _may_consume(list(tree), "{"):
+    if tree is None or _may_consume(list(tree), "{") or _looks_past_object(list(tree)):
         return ()
-    return (Run(head, None, "}", json_object=True),)
+    return (Run(head, None, "}", json_object=True, required=_required_literal(tree)),)
+
+
+def _required_literal(tree: Any) -> str:
+    """The longest literal that every match of the parse tree `tree` has at or after its
+    start, in the text it consumes or a look-ahead sees ("" if none is known)."""
+    if tree.state.flags & re.IGNORECASE:
+        return ""
+    return _longest_required(list(tree))
+
+
+def _longest_required(items: list[Any]) -> str:
+    best = run = ""
+    for op, av in items:
+        if op is sre.LITERAL:
+            run += chr(av)
+            continue
+        best, run = max(best, run, key=len), ""
+        if op is sre.ASSERT and av[0] > 0:  # a look-ahead (a look-behind sees before the start)
+            inner = _longest_required(list(av[1]))
+        elif op is sre.SUBPATTERN and not av[1] & re.IGNORECASE:
+            inner = _longest_required(list(av[-1]))
+        elif op in _REPEATS and av[0] >= 1:
+            inner = _longest_required(list(av[2]))
+        else:
+            continue
+        best = max(best, inner, key=len)
+    return max(best, run, key=len)
+
+
+def _looks_past_object(items: list[Any]) -> bool:
+    """Whether a look-around of HEAD may see past the edges of an object it precedes: a
+    look-behind that may consume `{`, a look-ahead that may consume `}`, or a negative one.
+
+    A match of HEAD later in the held text can start a second object, which the reference's
+    partial search prefers to the held one once it completes (HeldObject.follow watches for
+    that). Without such look-arounds, telling where one may start needs only the text from
+    the held object's `{` on, and whether it has is settled before that object can close."""
+    for op, av in items:
+        if op is sre.ASSERT_NOT:
+            return True
+        if op is sre.ASSERT:
+            direction, inner = av
+            if _may_consume(list(inner), "{" if direction < 0 else "}"):
+                return True
+            if _looks_past_object(list(inner)):
+                return True
+        elif any(_looks_past_object(child) for child in _children(op, av)):
+            return True
+    return False
 
 
 def _may_consume(items: list[Any], char: str) -> bool:
@@ -476,6 +526,8 @@ class Run(NamedTuple):
     literal: str  # the literal that follows the repeat ("" if the pattern goes on otherwise)
     # HEAD is followed by a JSON object, not a run (runtime.waiting.HeldObject, _object_runs).
     json_object: bool = False
+    # For a JSON object: a literal every match of HEAD has at or after its start ("" if none).
+    required: str = ""
 
 
 _GROUP = re.compile(r"\A\((?:\?P<\w+>|\?:)?(.*)\)\Z", re.DOTALL)

@@ -86,9 +86,10 @@ TOOL_CALLS_OPEN_RE = regex.compile(
     ),
     regex.DOTALL,
 )
-# A held match waits for the `}` that closes the JSON object after this head.
+# A held match waits for the `}` that closes the JSON object after this head, or for one
+# that may close a second match's (where this head matches again, with "name").
 TOOL_CALLS_OPEN_RUNS = (
-    HeldObject('(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")'),
+    HeldObject('(?:<\\|python_tag\\|>\\s*|^\\s*|(?<=\\}\\s*;?\\s*))(?=\\{\\s*"name")', '"name"'),
 )
 # Texts only branches behind a look-behind start with: a piece of one may be refused.
 TOOL_CALLS_OPEN_GUARDED = ("{",)

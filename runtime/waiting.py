@@ -18,8 +18,11 @@ methods over a memory the parser keeps while it waits:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import regex
+
+from . import errors
 
 
 class HeldRun:
@@ -80,27 +83,108 @@ class HeldObject:
     other character continues it (between strings as plain text, a string's quote or a
     nested object's brace; in a string, as anything, `.` matching any character under
     DOTALL). So the parser follows the object's nesting, in O(len(text)), and wakes at the
-    `}` that brings it back to depth 0, however many nested objects closed before. The
-    memory is (depth, where: _PLAIN, _STRING or _ESCAPE).
+    `}` that brings it back to depth 0, however many nested objects closed before.
+
+    It also wakes at any `}` once a second match may have begun in the held text: HEAD
+    matching later, before a `{` (after a nested `}` in llama3_json's, `}{"name": ...`).
+    That match's object, if it closes first, is one the reference's partial search prefers
+    to the held, partial one. The memory (a PendingObject) keeps the held text, searched
+    for such a start (`later`) at a `}`, from where the last search left off, and only if
+    a `{` and the literal every start has after it (`required`) came since. The compiler
+    makes sure HEAD's look-arounds cannot see past the held object's `{` or a later
+    object's `}` (_looks_past_object): the held text is all that search needs, and whether
+    a start is there has settled by the time that start's object can close. On a stream
+    where one is (found by the deep profile), each `}` after it wakes the parser: a scan
+    of the held text per `}`, until the held object or the later one closes.
     """
 
-    __slots__ = ("head",)
+    __slots__ = ("head", "later", "required")
     run = None  # no run of one character class (see HeldRun)
     literal = "}"  # no complete match without it (CompiledParser.finalize)
 
-    def __init__(self, head: str) -> None:
+    def __init__(self, head: str, required: str = "") -> None:
         self.head = regex.compile(head, regex.DOTALL)
+        # Where a second match may begin: HEAD before a `{`; it has `required` at or after
+        # its start (compiler.regex_profile._required_literal), and a `{` in any case.
+        self.later = regex.compile(f"(?:{head})\\{{", regex.DOTALL)
+        self.required = required or "{"
 
-    def begin(self, buf: str, start: int) -> tuple[int, int] | None:
+    def begin(self, buf: str, start: int) -> PendingObject | None:
         if not buf.startswith("{", start):
             return None
-        return _nesting(buf, start, 0, _PLAIN)
+        nesting = _nesting(buf, start, 0, _PLAIN)
+        if nesting is None:
+            return None
+        memory = PendingObject(*nesting, buf[start:])
+        return memory if self._search_later(memory) else None
 
-    def follow(self, text: str, memory: tuple[int, int]) -> tuple[int, int] | None:
-        depth, where = memory
-        if where == _STRING and '"' not in text and "\\" not in text:
-            return memory  # the usual chunk of a long string argument
-        return _nesting(text, 0, depth, where)
+    def follow(self, text: str, memory: PendingObject) -> PendingObject | None:
+        if memory.where != _STRING or '"' in text or "\\" in text:  # (else: a string goes on)
+            nesting = _nesting(text, 0, memory.depth, memory.where)
+            if nesting is None:
+                return None
+            memory.depth, memory.where = nesting
+        held = memory.text
+        memory.text = ""  # (its one reference dropped first: CPython grows it in place)
+        held += text
+        memory.text = held
+        if "}" not in text:
+            memory.fresh = memory.fresh or "{" in text
+            return memory
+        # A `}`, which may close a second match's object: search for one's start if a `{`
+        # came since the last search (or one pending needs more text), and the literal
+        # every start has after it did too.
+        if not memory.later and (memory.fresh or "{" in text):
+            required = self.required
+            if held.find(required, memory.required_from) == -1:
+                memory.required_from = max(memory.searched, len(held) - len(required) + 1)
+                memory.fresh = True
+            elif not self._search_later(memory):
+                return None
+        return None if memory.later else memory
+
+    def _search_later(self, memory: PendingObject) -> bool:
+        """Search the held text for where a second match may begin, from where the last
+        search left off: True when done, False when out of time (then the parser scans)."""
+        text = memory.text
+        try:
+            found = self.later.search(
+                text,
+                memory.searched,
+                partial=True,
+                timeout=errors.regex_timeout(len(text) - memory.searched),
+            )
+        except TimeoutError:
+            return False
+        # A partial match past a `{` may complete with no other `{`: HEAD's look-ahead.
+        memory.fresh = found is not None and found.partial and text.find("{", found.start()) != -1
+        if found is None:
+            memory.searched = len(text)
+        elif found.partial:
+            memory.searched = found.start()  # may complete: searched again from there
+        else:
+            memory.later = True
+            memory.searched = len(text)
+        memory.required_from = memory.searched
+        return True
+
+
+@dataclass(slots=True)
+class PendingObject:
+    """What a HeldObject wait keeps: the object's depth and where its text is (_PLAIN,
+    _STRING, _ESCAPE); the held text from the object's `{` on; whether a second match may
+    have begun in it (`later`); where the search for one goes on (from 1: not the held
+    object's own `{`), and whether it must (`fresh`: a `{` came since, or a partial match
+    past one is pending); and where the look for HeldObject.required goes on (it does not
+    occur from `searched` up to there)."""
+
+    depth: int
+    where: int
+    text: str
+    later: bool = False
+    searched: int = field(default=1, compare=False)
+    fresh: bool = field(default=False, compare=False)
+    required_from: int = field(default=1, compare=False)
 
 
 def _nesting(text: str, pos: int, depth: int, where: int) -> tuple[int, int] | None:
