@@ -131,7 +131,12 @@ class Parser(CompiledParser):
                 return self._scan_feed(text)
             if ("<" in text or "{" in text) and state.may_start(text):
                 return self._scan_feed(text)
-            self._append_context(text)
+            # The whole stream (CONTEXT None) grows by the chunk in place: its one reference
+            # is dropped first (runtime.scanner._appended, without the two calls).
+            context = self._context
+            self._context = ""
+            context += text
+            self._context = context
             parts = self._parts
             parts.append(text)
             if len(parts) >= PARTS_PER_BLOCK:

@@ -360,10 +360,6 @@ class Scanner:
             self._context_count = len(parts)
         return self._context
 
-    def _append_context(self, text: str) -> None:
-        """Fast paths of CONTEXT None parsers: the whole stream grows by `text`."""
-        self._context = _appended(self, text)
-
     def _bind_feed(self) -> None:
         """Let `feed` run the current state's generated fast path, if it has one.
 
