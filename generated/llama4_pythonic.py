@@ -105,9 +105,9 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             if ("<" in text or "[" in text) and state.may_start(text):
-                return self._scan_feed(text)
+                return self._feed_piece(text)
             # The whole stream (CONTEXT None) grows by the chunk in place: its one reference
             # is dropped first (runtime.scanner._appended, without the two calls).
             context = self._context

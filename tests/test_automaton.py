@@ -296,6 +296,42 @@ def test_a_hold_that_ended_is_forgotten(qwen3_scans: tuple[Any, list[str]]) -> N
     assert parser.finalize()[0]["content"] == "Hi <tool_call>x <abca <bc <de<f"
 
 
+def test_a_chunk_after_a_held_piece_takes_the_quick_route_with_the_whole_stream_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """llama3_json keeps the whole stream as its left context (CONTEXT None: its look-behind
+    `(?<=\\}\\s*;?\\s*)` is unbounded). A chunk after a held `<` (a piece of `<|python_tag|>`)
+    takes Regions._feed_piece's quick route, not `_scan_feed` (3.1 -> 0.9 us such a chunk
+    dense in `<`), and the context still is the stream: a `{"name"` after a `}` then opens a
+    call, as the one-shot parse has it."""
+    parser_class = importlib.import_module("generated.llama3_json").Parser
+    scans: list[str] = []
+    scan_feed = parser_class._scan_feed
+
+    def counted(parser: Any, text: str) -> Any:
+        scans.append(text)
+        return scan_feed(parser, text)
+
+    monkeypatch.setattr(parser_class, "_scan_feed", counted)
+    prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    parser = parser_class(prefix)
+    parser.feed("if a ")  # (the scan opens the content region)
+    sent = []
+    for chunk in ["<", "b: x", " = 1", " <", "y> }", " "]:
+        scans.clear()
+        parser.feed(chunk)
+        sent.append(bool(scans))
+        assert parser._context.endswith(parser._pending)
+    assert sent == [False] * 6
+    assert parser._context == "if a <b: x = 1 <y> } "
+    call = '{"name": "f", "parameters": {}}'
+    for index in range(0, len(call), 4):
+        parser.feed(call[index : index + 4])
+    message = parser.finalize()[0]
+    assert message == parser_class.parse("if a <b: x = 1 <y> } " + call, prefix=prefix)
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": {}}
+
+
 BUFFER_ALPHABET = "ab<>c|1 "
 
 
