@@ -557,8 +557,8 @@ class RegexDelimiter:
         elif not eos and len(buf) - pos <= SHORT_SPAN:
             # A short rest (from a prefix, near the end): the partial search alone, which
             # returns the complete match if there is one, instead of the complete search
-            # and then the partial one, each a bounded call (llama3_json's open, a `{` in
-            # a chunk of code that a look-behind refuses: ~14 -> ~7 us).
+            # and then the partial one, each a bounded call (llama3_json's open, a chunk
+            # with a `{` of code that its look-behind refuses: 13.6 -> 11 us).
             return self._partial_search(buf, pos, complete=True)
         try:
             match = pattern.search(buf, start_at, timeout=timeout, concurrent=True)
@@ -654,7 +654,8 @@ class RegexDelimiter:
     ) -> Any:
         """(start, end, True, match) of the leftmost partial match at or after `pos`, or None.
         With `complete`, a complete match comes first (as `search` returns it, pending if
-        it ends at the buffer's end): for a search that has not looked for one."""
+        it ends at the buffer's end): for `search` over a rest of at most SHORT_SPAN
+        characters, which has not looked for one (that rest takes the last search below)."""
         rest = len(buf) - pos
         if self.run_back is not None and rest > SPLIT_AFTER:
             found = self._partial_led(buf, pos)
