@@ -239,10 +239,10 @@ def test_a_pattern_being_matched_holds_the_rest() -> None:
     assert not start.holds(pattern, "xaab", 0) and start.holds(pattern, "xaab", 1)
 
 
-@pytest.fixture
-def qwen3_scans(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
-    """qwen3's Parser class, and the chunks that went to its `_scan_feed` since last cleared."""
-    parser_class = importlib.import_module("generated.qwen3").Parser
+def counted_scans(monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[Any, list[str]]:
+    """Catalog entry `name`'s Parser class, and the chunks that went to its `_scan_feed`
+    since last cleared."""
+    parser_class = importlib.import_module(f"generated.{name}").Parser
     scans: list[str] = []
     scan_feed = parser_class._scan_feed
 
@@ -252,6 +252,11 @@ def qwen3_scans(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
 
     monkeypatch.setattr(parser_class, "_scan_feed", counted)
     return parser_class, scans
+
+
+@pytest.fixture
+def qwen3_scans(monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[str]]:
+    return counted_scans(monkeypatch, "qwen3")
 
 
 def test_a_tool_calls_body_goes_through_no_scan(qwen3_scans: tuple[Any, list[str]]) -> None:
@@ -304,15 +309,7 @@ def test_a_chunk_after_a_held_piece_takes_the_quick_route_with_the_whole_stream_
     takes Regions._feed_piece's quick route, not `_scan_feed` (3.1 -> about 1.2 us such a
     chunk dense in `<`), and the context still is the stream: a `{"name"` after a `}` then
     opens a call, as the one-shot parse has it."""
-    parser_class = importlib.import_module("generated.llama3_json").Parser
-    scans: list[str] = []
-    scan_feed = parser_class._scan_feed
-
-    def counted(parser: Any, text: str) -> Any:
-        scans.append(text)
-        return scan_feed(parser, text)
-
-    monkeypatch.setattr(parser_class, "_scan_feed", counted)
+    parser_class, scans = counted_scans(monkeypatch, "llama3_json")
     prefix = "<|start_header_id|>assistant<|end_header_id|>\n\n"
     parser = parser_class(prefix)
     parser.feed("if a ")  # (the scan opens the content region)
