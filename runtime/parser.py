@@ -20,6 +20,7 @@ from typing import Any, cast
 from . import errors
 from .automaton import RegexDelimiter, State
 from .errors import MissingFieldError
+from .oneshot import scan_to_end
 from .regions import ON_ERROR, OpenRegion, Regions, _describe, _is_empty
 from .scanner import _FINALIZED, Event
 from .waiting import HeldObject, HeldRun
@@ -133,7 +134,7 @@ class CompiledParser(Regions):
             if wait.literal:
                 self._unmatched = delim
             self._wake(None)
-        self._run(text, events, eos=True)
+        scan_to_end(self, text, events)  # Scanner._run(text, events, eos=True), in one pass
         output = self._output
         missing = [name for name in self.REQUIRED if name not in output]
         if missing:

@@ -12,6 +12,9 @@ paths long ones take (split regex searches, partial searches, literal probing).
 from __future__ import annotations
 
 import importlib
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -20,10 +23,11 @@ from differential import accepted_parser, canon, reference_trace, shrunk_thresho
 from fixtures import ON_ERROR, load_fixtures
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import outputs_for, prefixes, templates
+from strategies import chunkings, outputs_for, prefixes, templates
 
 from compiler.catalog import entry_names, load_entry
 from compiler.spec import uses_extensions
+from runtime import parser as parser_module
 
 
 def _steps(parser_cls: Any, prefix: str, text: str, whole: bool, **options: Any) -> list[Any]:
@@ -170,3 +174,92 @@ def test_random_templates_parse_one_shot_as_streamed(data: Any) -> None:
             check_with_reference(template, parser, prefix, text, None)
     else:
         check_with_reference(template, parser, prefix, text, None)
+
+
+_ADDRESS = re.compile(r"at 0x[0-9a-fA-F]+")
+
+
+@contextmanager
+def general_loop() -> Iterator[None]:
+    """finalize() through the general scan loop (`Scanner._run(text, events, eos=True)`)
+    instead of runtime.oneshot's."""
+
+    def run(parser: Any, text: str, events: list[Any]) -> None:
+        parser._run(text, events, eos=True)
+
+    original = parser_module.scan_to_end
+    parser_module.scan_to_end = run
+    try:
+        yield
+    finally:
+        parser_module.scan_to_end = original
+
+
+def _ending(
+    parser_cls: Any, prefix: str, chunks: list[str], text: str, truncated: bool, **options: Any
+) -> Any:
+    """What a parser fed `chunks` gives at finalize(text, truncated=...): the message and
+    the events exactly as they come (or the exception, class and message), as a repr, and
+    the characters it counts as received."""
+    try:
+        parser = parser_cls(prefix, **options)
+        for chunk in chunks:
+            parser.feed(chunk)
+    except Exception:
+        return None  # the stream failed before its end: nothing of the end to compare
+    try:
+        result: Any = ("ok", parser.finalize(text, truncated=truncated))
+    except Exception as error:
+        result = ("raise", type(error), str(error))
+    # (an object's address in a message, as ast's errors give, differs from run to run)
+    return _ADDRESS.sub("at 0x...", repr(result)), parser._received()
+
+
+def check_ending(parser_cls: Any, prefix: str, output: str, data: Any, **options: Any) -> None:
+    """finalize's one-pass loop gives exactly what the general loop gives: the same events
+    (not only joined alike), message, errors and count, under every on_error policy, cut
+    off or not, for the whole output at the end or a rest after streamed chunks."""
+    cut = data.draw(st.integers(0, len(output)), label="streamed up to")
+    chunks = data.draw(chunkings(output[:cut]), label="chunks") if cut else []
+    on_error = data.draw(st.sampled_from(ON_ERROR), label="on_error")
+    truncated = data.draw(st.booleans(), label="truncated")
+    args = (parser_cls, prefix, chunks, output[cut:], truncated)
+    one_pass = _ending(*args, on_error=on_error, **options)
+    with general_loop():
+        general = _ending(*args, on_error=on_error, **options)
+    assert one_pass == general, (prefix, chunks, output[cut:])
+
+
+@pytest.mark.parametrize("name", entry_names())
+@given(data=st.data())
+def test_catalog_outputs_end_alike_through_either_loop(name: str, data: Any) -> None:
+    entry = load_entry(name)
+    template = entry.data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
+    output = data.draw(outputs_for(template_literals(template), samples, max_size=20))
+    prefix = data.draw(st.sampled_from(["", *sorted(entry.generation_prompt.values())]))
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    if data.draw(st.booleans(), label="shrunk"):
+        with shrunk_thresholds(parser):
+            check_ending(parser, prefix, output, data, tools=tools)
+    else:
+        check_ending(parser, prefix, output, data, tools=tools)
+
+
+@given(data=st.data())
+def test_random_templates_end_alike_through_either_loop(data: Any) -> None:
+    drawn = accepted_parser(data, templates())
+    if drawn is None:
+        return
+    template, literals, samples, parser = drawn
+    output = data.draw(outputs_for(literals, samples), label="output")
+    prefix = data.draw(
+        st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
+        label="prefix",
+    )
+    if data.draw(st.booleans(), label="shrunk"):
+        with shrunk_thresholds(parser):
+            check_ending(parser, prefix, output, data)
+    else:
+        check_ending(parser, prefix, output, data)

@@ -11,6 +11,7 @@ from strategies import chunkings
 
 from compiler import load_parser
 from runtime import CompiledParser, State
+from runtime import parser as parser_module
 
 ZERO_WIDTH = ["$", r"\Z", "(?=x)", "^", "(?:^|x)", "x*", "", r"\b", "(?<=\n)", "(?:<a>)?"]
 
@@ -75,13 +76,15 @@ def test_reference_hang_is_detected_not_waited_for() -> None:
 @given(data=st.data())
 def test_scan_steps_are_bounded_by_positions_times_configurations(data: Any) -> None:
     """Termination, counted: one feed or finalize runs at most one scan step per
-    (position, state, opened) configuration, whatever the template and chunking."""
+    (position, state, opened) configuration, whatever the template and chunking (the scan
+    loop of a feed, Scanner._process, and finalize's, runtime.oneshot.scan_to_end)."""
     template = data.draw(zero_width_templates())
     parser_cls = load_parser(template)
     states = [value for value in vars(parser_cls).values() if isinstance(value, State)]
     steps: list[int] = []
     original_scans = {state: state.scan for state in states}
     original_process = CompiledParser._process
+    original_to_end = parser_module.scan_to_end
 
     def counting(scan: Any) -> Any:
         def counting_scan(*args: Any) -> Any:
@@ -96,9 +99,16 @@ def test_scan_steps_are_bounded_by_positions_times_configurations(data: Any) -> 
         original_process(self, events, eos)
         assert steps[-1] <= positions * 2 * len(states), (steps[-1], positions, len(states))
 
+    def bounded_to_end(self: CompiledParser, text: str, events: Any) -> None:
+        steps.append(0)
+        positions = len(self._pending) + len(text) + 1
+        original_to_end(self, text, events)
+        assert steps[-1] <= positions * 2 * len(states), (steps[-1], positions, len(states))
+
     for state, scan in original_scans.items():
         state.scan = counting(scan)
     CompiledParser._process = bounded_process  # type: ignore[method-assign]
+    parser_module.scan_to_end = bounded_to_end
     try:
         text = data.draw(
             st.lists(st.sampled_from(["x", "\n", "a", " ", "<a>", "y"]), max_size=10).map("".join)
@@ -111,4 +121,5 @@ def test_scan_steps_are_bounded_by_positions_times_configurations(data: Any) -> 
         for state, scan in original_scans.items():
             state.scan = scan
         CompiledParser._process = original_process  # type: ignore[method-assign]
+        parser_module.scan_to_end = original_to_end
     assert steps, "the scan loop ran"
