@@ -44,6 +44,8 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from .call_arguments import dump_json
+
 __all__ = [
     "Block",
     "ParseBatch",
@@ -249,7 +251,7 @@ class ParseBatch:
 
 def dumps(value: Any) -> str:
     """JSON text, non-ASCII kept as is; escaped when it would not encode as UTF-8 (lone surrogates)."""
-    text = json.dumps(value, ensure_ascii=False)
+    text = dump_json(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

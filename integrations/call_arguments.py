@@ -46,6 +46,10 @@ import regex
 
 from runtime.tools import coerce_tool_calls, schema_types
 
+# `json.dumps(value, ensure_ascii=False)`, with the encoder made once: json.dumps makes one
+# per call when given an option (a call's two arguments: 5.9 -> 1.5 us).
+dump_json: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
 _WHITESPACE = " \t\n\r"
 # What may follow a complete number in an object: a number followed by anything else is
@@ -339,7 +343,7 @@ class CallArguments:
                 self.diverged = True  # json.loads keeps the last value, at the first position
                 self._closed = True
                 return None
-            lead = (", " if self._members else "") + f"{_dump(key)}: "
+            lead = (", " if self._members else "") + f"{dump_json(key)}: "
             self._current = (key, lead, end + 1)
             self._out.append(lead)
         key, lead, after_colon = self._current
@@ -367,7 +371,7 @@ class CallArguments:
                     return None  # more of it may follow: "1" of "12", "-0" of "-0.5", "1e"
         if not (self._in_string and self._streamed):  # a streamed string is sent already
             value = self._cast(name, {key: value})[key]
-            self._out.append(_dump(value))
+            self._out.append(dump_json(value))
         self._members[key] = value
         self._current = None
         self._in_string = False
@@ -394,7 +398,7 @@ class CallArguments:
             decoded = json.loads('"' + piece + '"')
             self._decoded.append(decoded)
             if self._streamed:
-                self._out.append(_dump(decoded)[1:-1])
+                self._out.append(dump_json(decoded)[1:-1])
             self._scanned += len(piece)
         if not closed:
             return None, -1
@@ -443,13 +447,9 @@ class CallArguments:
         arguments = function.get("arguments") if isinstance(function, dict) else None
         if isinstance(arguments, dict) and arguments:
             self._xml_text = "{" + ", ".join(
-                f"{_dump(k)}: {_dump(v)}" for k, v in arguments.items()
+                f"{dump_json(k)}: {dump_json(v)}" for k, v in arguments.items()
             )
         return self._xml_text
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 def _cut(text: str, start: int) -> bool:

@@ -28,7 +28,6 @@ ones. A template's string `defaults` for content or thinking are not streamed ei
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import time
@@ -38,7 +37,7 @@ from typing import Any
 from runtime.parser import OpenRegion
 from runtime.tools import TOOL_CALLS
 
-from .call_arguments import CallArguments, plan_for
+from .call_arguments import CallArguments, dump_json, plan_for
 
 CallId = Callable[[int], str]
 Chunk = dict[str, Any]
@@ -133,7 +132,7 @@ def _function(call: Any) -> dict[str, Any] | None:
         return None
     arguments = function.get("arguments", {})
     if not isinstance(arguments, str):
-        arguments = json.dumps(arguments, ensure_ascii=False)
+        arguments = dump_json(arguments)
     return {"name": function["name"], "arguments": arguments}
 
 
