@@ -8,7 +8,7 @@ loop writes out the regions' bookkeeping that the general loop reaches through i
 (`_accumulate`, `_chunk`, `_open`, `_close_current`, `_drop_parts`, `_received`): on a
 whole output, one call per region crossing instead of ten (hermes, 16 parallel calls in
 one shot: see docs/design.md, "One-shot parsing"). A close that fails goes through the
-same code as in the general loop (`Regions._close_keeping_raw`, `Regions._locate`).
+same code as in the general loop (`Regions._close_keeping_raw`, `Regions._close_or_raise`).
 tests/test_oneshot.py checks that the two loops give the same events, message and errors.
 """
 
@@ -18,12 +18,10 @@ from typing import TYPE_CHECKING
 
 from . import errors, regions, scanner
 from .automaton import OPEN
-from .regions import _CUT_OFF
-from .scanner import Event, _appended
+from .scanner import Event
 from .tools import TOOL_CALLS
 
 if TYPE_CHECKING:
-    from .automaton import State
     from .regions import Regions
 
 __all__ = ["scan_to_end"]
@@ -40,20 +38,11 @@ def scan_to_end(parser: Regions, text: str, events: list[Event]) -> None:
 
 
 def _scan(p: Regions, text: str, events: list[Event]) -> None:
-    # The buffer, as Scanner._scan builds it: left context, held-back text, the text.
-    if p.CONTEXT is None:
-        size0 = len(p._context) - len(p._pending)
-        buf = _appended(p, text)
-    else:
-        context = p._left_context() if p.CONTEXT else ""
-        size0 = len(context)
-        buf = context + p._pending + text
-    base = -len(p._pending) - size0
+    buf, size0 = p._open_window(text)  # left context, held-back text, the text
     # `_received()` stays the same while the loop runs (a chunk moves text from `_fed`
     # to `_parts`, a drop moves it back): a region opening at buffer index i opened at
     # stream offset `origin + i`.
-    origin = p._received() + base
-    p._base, p._buf, p._pos = base, buf, size0
+    origin = p._received() + p._base
     p._held_by = None
     p._settled = False
     size = len(buf)
@@ -128,7 +117,7 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
                         and state is not start_state
                     )
                     if not lenient:
-                        _close(p, state, events, cut)
+                        p._close_or_raise(state, events, cut)
                     elif p._close_keeping_raw(state, events, buf[start:end], cut):
                         # on_error="content": the implicit region took the raw text and
                         # stays open; at the end it closes (as Scanner._process does).
@@ -153,7 +142,7 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
                 if lenient:  # (never taken back into the implicit region: it is that region)
                     p._close_keeping_raw(state, events, "", False)
                 else:
-                    _close(p, state, events, False)
+                    p._close_or_raise(state, events, False)
                 parts = p._parts
                 if parts:
                     p._fed += sum(map(len, parts))
@@ -183,18 +172,3 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
             p._context_count = len(p._parts)
         p._buf = ""
         p._bind_feed()
-
-
-def _close(p: Regions, state: State, events: list[Event], cut: bool) -> None:
-    """Close the open region under on_error="raise", as Regions._close_current does: a
-    failure is raised as the general loop raises it (the field, the template key, the
-    offset where the region opened)."""
-    try:
-        if cut:
-            raise ValueError(_CUT_OFF)
-        state.close(p, events)  # type: ignore[misc]
-    except Exception as error:
-        located = p._locate(error, state)
-        if located is error:
-            raise
-        raise located from error

@@ -171,19 +171,24 @@ class Regions(Scanner):
                 if self._close_keeping_raw(state, events, closing, cut):
                     return  # on_error="content": the implicit region took the raw text
             else:
-                try:
-                    if cut:
-                        raise ValueError(_CUT_OFF)
-                    state.close(self, events)  # type: ignore[misc]
-                except Exception as error:
-                    located = self._locate(error, state)
-                    if located is error:
-                        raise
-                    raise located from error
+                self._close_or_raise(state, events, cut)
         self._state = self.START
         self._captures = {}
         self._drop_parts()
         self._opened = False
+
+    def _close_or_raise(self, state: State, events: list[Event], cut: bool) -> None:
+        """on_error="raise": run the field's close code; a failure is raised located
+        (`_locate`), and the region stays open with its text."""
+        try:
+            if cut:
+                raise ValueError(_CUT_OFF)
+            state.close(self, events)  # type: ignore[misc]
+        except Exception as error:
+            located = self._locate(error, state)
+            if located is error:
+                raise
+            raise located from error
 
     def _locate(self, error: Exception, state: State) -> Exception:
         """The error, saying which field failed, the template key whose code failed, and

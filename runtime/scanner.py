@@ -270,16 +270,7 @@ class Scanner:
                 self._scan(text, events, eos)
 
     def _scan(self, text: str, events: list[Event], eos: bool) -> None:
-        if self.CONTEXT is None:  # the context already ends with the held-back text
-            size = len(self._context) - len(self._pending)
-            buf = _appended(self, text)
-        else:
-            context = self._left_context() if self.CONTEXT else ""
-            size = len(context)
-            buf = context + self._pending + text
-        self._base = -len(self._pending) - size
-        self._buf = buf
-        self._pos = size
+        buf, size = self._open_window(text)
         state, opened = self._state, self._opened
         try:
             self._process(events, eos)
@@ -301,6 +292,21 @@ class Scanner:
             self._buf = ""
             if self._state is not state or self._opened is not opened or state.start_only:
                 self._bind_feed()
+
+    def _open_window(self, text: str) -> tuple[str, int]:
+        """The buffer a scan runs over, left context + held-back text + `text`, set as
+        `_buf` with the scan position (`_pos`) where the context ends; returns both."""
+        if self.CONTEXT is None:  # the context already ends with the held-back text
+            size = len(self._context) - len(self._pending)
+            buf = _appended(self, text)
+        else:
+            context = self._left_context() if self.CONTEXT else ""
+            size = len(context)
+            buf = context + self._pending + text
+        self._base = -len(self._pending) - size
+        self._buf = buf
+        self._pos = size
+        return buf, size
 
     def _wait(self, buf: str, hold: int, long: bool) -> None:
         """Stop rescanning a held-back stretch that only a known text can change: a `long`

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -131,9 +131,9 @@ def test_fixture_cases_parse_one_shot_as_streamed(shrunk: bool) -> None:
             check_oneshot(parser, case["prefix"], case["output"], tools=tools, on_error=on_error)
 
 
-@pytest.mark.parametrize("name", entry_names())
-@given(data=st.data())
-def test_catalog_outputs_parse_one_shot_as_streamed(name: str, data: Any) -> None:
+def catalog_case(name: str, data: Any) -> tuple[Any, Any, str, str, Any]:
+    """(template, Parser, output, prefix, tools) drawn for a catalog entry: an output in its
+    format, and one of its generation prompts (or none)."""
     entry = load_entry(name)
     template = entry.data["response_template"]
     parser = importlib.import_module(f"generated.{name}").Parser
@@ -144,35 +144,46 @@ def test_catalog_outputs_parse_one_shot_as_streamed(name: str, data: Any) -> Non
         st.sampled_from(["", *sorted(entry.generation_prompt.values())]), label="prefix"
     )
     tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
-    shrunk = data.draw(st.booleans(), label="shrunk")
-    if uses_extensions(template):  # no reference loads these: one-shot against streamed only
-        if shrunk:
-            with shrunk_thresholds(parser):
-                check_oneshot(parser, prefix, text, tools=tools)
-        else:
-            check_oneshot(parser, prefix, text, tools=tools)
-    elif shrunk:
-        with shrunk_thresholds(parser):
-            check_with_reference(template, parser, prefix, text, tools)
-    else:
-        check_with_reference(template, parser, prefix, text, tools)
+    return template, parser, text, prefix, tools
 
 
-@given(data=st.data())
-def test_random_templates_parse_one_shot_as_streamed(data: Any) -> None:
+def random_case(data: Any) -> tuple[Any, Any, str, str] | None:
+    """(template, Parser, output, prefix) of a random template the reference loads."""
     drawn = accepted_parser(data, templates())
     if drawn is None:
-        return
+        return None
     template, literals, samples, parser = drawn
     text = data.draw(outputs_for(literals, samples), label="output")
     prefix = data.draw(
         st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
         label="prefix",
     )
-    if data.draw(st.booleans(), label="shrunk"):
-        with shrunk_thresholds(parser):
-            check_with_reference(template, parser, prefix, text, None)
-    else:
+    return template, parser, text, prefix
+
+
+def maybe_shrunk(data: Any, parser: Any) -> AbstractContextManager[None]:
+    """The parsers' thresholds shrunk (differential.shrunk_thresholds), or left, as drawn."""
+    return shrunk_thresholds(parser) if data.draw(st.booleans(), label="shrunk") else nullcontext()
+
+
+@pytest.mark.parametrize("name", entry_names())
+@given(data=st.data())
+def test_catalog_outputs_parse_one_shot_as_streamed(name: str, data: Any) -> None:
+    template, parser, text, prefix, tools = catalog_case(name, data)
+    with maybe_shrunk(data, parser):
+        if uses_extensions(template):  # no reference loads these: against streamed only
+            check_oneshot(parser, prefix, text, tools=tools)
+        else:
+            check_with_reference(template, parser, prefix, text, tools)
+
+
+@given(data=st.data())
+def test_random_templates_parse_one_shot_as_streamed(data: Any) -> None:
+    case = random_case(data)
+    if case is None:
+        return
+    template, parser, text, prefix = case
+    with maybe_shrunk(data, parser):
         check_with_reference(template, parser, prefix, text, None)
 
 
@@ -233,33 +244,16 @@ def check_ending(parser_cls: Any, prefix: str, output: str, data: Any, **options
 @pytest.mark.parametrize("name", entry_names())
 @given(data=st.data())
 def test_catalog_outputs_end_alike_through_either_loop(name: str, data: Any) -> None:
-    entry = load_entry(name)
-    template = entry.data["response_template"]
-    parser = importlib.import_module(f"generated.{name}").Parser
-    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
-    output = data.draw(outputs_for(template_literals(template), samples, max_size=20))
-    prefix = data.draw(st.sampled_from(["", *sorted(entry.generation_prompt.values())]))
-    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
-    if data.draw(st.booleans(), label="shrunk"):
-        with shrunk_thresholds(parser):
-            check_ending(parser, prefix, output, data, tools=tools)
-    else:
+    _, parser, output, prefix, tools = catalog_case(name, data)
+    with maybe_shrunk(data, parser):
         check_ending(parser, prefix, output, data, tools=tools)
 
 
 @given(data=st.data())
 def test_random_templates_end_alike_through_either_loop(data: Any) -> None:
-    drawn = accepted_parser(data, templates())
-    if drawn is None:
+    case = random_case(data)
+    if case is None:
         return
-    template, literals, samples, parser = drawn
-    output = data.draw(outputs_for(literals, samples), label="output")
-    prefix = data.draw(
-        st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
-        label="prefix",
-    )
-    if data.draw(st.booleans(), label="shrunk"):
-        with shrunk_thresholds(parser):
-            check_ending(parser, prefix, output, data)
-    else:
+    _, parser, output, prefix = case
+    with maybe_shrunk(data, parser):
         check_ending(parser, prefix, output, data)
