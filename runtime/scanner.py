@@ -198,9 +198,17 @@ class Scanner:
         ):
             return False
         context = self._left_context()
-        if not self._state.holds(delim, context + pending + text, len(context)):
+        buf = context + pending + text
+        if not self._state.holds(delim, buf, len(context)):
             return False
         self._pending = pending + text
+        if self._state.waits_early:
+            # As the scan that held it would, wait on the hold once only a known text can
+            # change it (`_scan`): a wait that could not start when the hold began (glm45's
+            # `\s*<tool_call>\s*NAME...` held from `\n<tool_call>`, before the name) starts
+            # here, or each chunk of the call would search the growing hold again (10.6 to
+            # 1.8 us a chunk over glm45's calls: docs/design.md, "Waiting on a held match").
+            self._wait(buf, len(context), False)
         return True
 
     def _feed_run(self, text: str) -> list[Event]:

@@ -741,6 +741,9 @@ def test_a_held_json_object_wakes_where_its_pattern_completes(text: str, cut: in
     [
         # A call held by the look-ahead waits at once, however short (State.waits_early)...
         ("glm45", "Hi\n<tool_call>get\n<arg_key>a</arg_key>", True),
+        # ... also when a chunk ends right after `<tool_call>`, before the name the wait
+        # needs: the chunks after it find the call still held, and wait then;
+        ("glm45", "abc.\n<tool_call>get\n<arg_key>a</arg_key>", True),
         # ... a short run of whitespace, which the fast path holds itself, does not;
         ("glm45", "Hi there \n", False),
         # in a state with no fast path (inkling's sink: `[^<]*` leads its opens) any hold waits.
