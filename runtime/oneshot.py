@@ -161,14 +161,5 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
             opened = p._opened = True
             events.append({"type": "region_open", "field": state.field})
     finally:
-        # As Scanner._scan leaves it (at the end of the stream nothing waits).
-        p._fed += pos - size0
-        p._pending = buf[pos:]
-        keep = p.CONTEXT
-        if keep is None:
-            p._context = buf
-        elif keep:
-            p._context = buf[max(0, pos - keep) : pos]
-            p._context_count = len(p._parts)
-        p._buf = ""
+        p._close_window(size0)  # as Scanner._scan leaves it (at the end nothing waits)
         p._bind_feed()

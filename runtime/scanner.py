@@ -286,18 +286,7 @@ class Scanner:
             if not eos and held and (held >= self.WAIT_AFTER or self._state.waits_early):
                 self._wait(buf, self._pos, held >= self.WAIT_AFTER)
         finally:
-            buf, pos = self._buf, self._pos
-            # The text routed (held back before, or new): received, and out of `_pending`
-            # (`_chunk` took back out what it moved to `_parts`).
-            self._fed += pos - size
-            self._pending = buf[pos:]
-            keep = self.CONTEXT
-            if keep is None:  # the whole stream, held-back text included
-                self._context = buf
-            elif keep:
-                self._context = buf[max(0, pos - keep) : pos]
-                self._context_count = len(self._parts)
-            self._buf = ""
+            self._close_window(size)
             if self._state is not state or self._opened is not opened or state.start_only:
                 self._bind_feed()
 
@@ -315,6 +304,22 @@ class Scanner:
         self._buf = buf
         self._pos = size
         return buf, size
+
+    def _close_window(self, size: int) -> None:
+        """After a scan over the window `_open_window` set (its context `size` long): the
+        text routed (held back before, or new) counts as received and leaves `_pending`
+        (`_chunk` took back out what it moved to `_parts`); the rest is held back; the
+        left context is kept for the next scan."""
+        buf, pos = self._buf, self._pos
+        self._fed += pos - size
+        self._pending = buf[pos:]
+        keep = self.CONTEXT
+        if keep is None:  # the whole stream, held-back text included
+            self._context = buf
+        elif keep:
+            self._context = buf[max(0, pos - keep) : pos]
+            self._context_count = len(self._parts)
+        self._buf = ""
 
     def _wait(self, buf: str, hold: int, long: bool) -> None:
         """Stop rescanning a held-back stretch that only a known text can change: a `long`
