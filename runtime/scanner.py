@@ -208,7 +208,10 @@ class Scanner:
             # `\s*<tool_call>\s*NAME...` held from `\n<tool_call>`, before the name) starts
             # here, or each chunk of the call would search the growing hold again (10.6 to
             # 1.8 us a chunk over glm45's calls: docs/design.md, "Waiting on a held match").
-            self._wait(buf, len(context), False)
+            # Not on a run: a hold that goes on is mostly a delimiter arriving, which no
+            # run's wait can start on (inkling's message headers: 3 of 3.5 us a chunk), and
+            # one that is a run waits from WAIT_AFTER on.
+            self._wait(buf, len(context), False, runs=False)
         return True
 
     def _feed_run(self, text: str) -> list[Event]:
@@ -321,14 +324,15 @@ class Scanner:
             self._context_count = len(self._parts)
         self._buf = ""
 
-    def _wait(self, buf: str, hold: int, long: bool) -> None:
+    def _wait(self, buf: str, hold: int, long: bool, runs: bool = True) -> None:
         """Stop rescanning a held-back stretch that only a known text can change: a `long`
         one, or a shorter one where the state waits early (State.waits_early: in a state
         with a fast path, only a wait with no run (a look-ahead's literal, a JSON object's
-        close), as the fast path holds short runs itself; in one without, every chunk comes here, and any wait spares each a rescan:
-        inkling's sink, 4-character chunks of prose, 1.26 -> 1.14 us a chunk)."""
+        close), as the fast path holds short runs itself; in one without, every chunk comes
+        here, and any wait spares each a rescan: inkling's sink, 4-character chunks of
+        prose, 1.26 -> 1.14 us a chunk). With `runs` False, never a wait on a run."""
         state = self._state
-        runs = long or not state.fast
+        runs = runs and (long or not state.fast)
         for delim in state.patterns:
             found = delim.waits(buf, hold, runs)
             if found is not None:
