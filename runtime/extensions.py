@@ -127,22 +127,30 @@ def _literal(node: ast.expr, json_literals: bool) -> Any:
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_literal(item, json_literals) for item in node.elts]
     if isinstance(node, ast.Dict):
-        keys = [ast.literal_eval(key) if key is not None else None for key in node.keys]
+        if any(key is None for key in node.keys):
+            raise ValueError("x-pythonic: **mappings are not literal dict entries")
+        keys = [_evaluated(key, "dict key") for key in node.keys if key is not None]
         if not all(isinstance(key, str) for key in keys):
             raise ValueError("x-pythonic: dict keys must be strings")
         return {
             key: _literal(value, json_literals)
             for key, value in zip(keys, node.values, strict=True)
         }
-    try:
-        value = ast.literal_eval(node)
-    except ValueError:
-        raise ValueError(f"x-pythonic: not a literal value: {ast.dump(node)[:80]}") from None
+    value = _evaluated(node, "value")
     if value is not None and not isinstance(value, (str, int, float, bool)):
         raise ValueError(f"x-pythonic: {type(value).__name__} values have no JSON form")
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         raise ValueError("x-pythonic: non-finite numbers have no JSON form")
     return value
+
+
+def _evaluated(node: ast.expr, what: str) -> Any:
+    """`ast.literal_eval` of one node, refused in our words: its own message names the
+    node's object and address (`<ast.Name object at 0x...>`), which differ from run to run."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise ValueError(f"x-pythonic: not a literal {what}: {ast.dump(node)[:80]}") from None
 
 
 def parse_json_stream(

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import regex
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import chunkings
 
@@ -101,6 +101,27 @@ def test_pythonic_json_literals_and_refusals() -> None:
     ):
         with pytest.raises(ValueError):
             parse_pythonic(bad)
+
+
+# Python-like expression text: names, literals, calls, brackets, operators, unpacking.
+EXPRESSION_TOKENS = st.sampled_from(
+    [*"f x .y ( ) [ ] { } , : = a= 1 - + 's' ** * None true 1j b'x' lambda:0 if else".split(), " "]
+)
+
+
+@given(tokens=st.lists(EXPRESSION_TOKENS, max_size=14))
+@example(tokens=["[", "f", "(", "a=", "{", "x", ":", "1", "}", ")", "]"])  # a name as a dict key
+def test_pythonic_refusals_are_the_same_each_run(tokens: list[str]) -> None:
+    """Any text is read or refused with a ValueError in our words: nothing of Python's own
+    that names an object's address (`<ast.Name object at 0x...>`), which would make a parse
+    error differ from run to run."""
+    text = "".join(tokens)
+    for bracketed in (True, False):
+        try:
+            parse_pythonic(text, bracketed=bracketed)
+        except ValueError as error:
+            assert str(error).startswith("x-pythonic: "), str(error)
+            assert " at 0x" not in str(error)
 
 
 def test_pythonic_never_evaluates() -> None:
