@@ -657,7 +657,8 @@ class RegexDelimiter:
         it ends at the buffer's end): for `search` over a rest of at most SHORT_SPAN
         characters, which has not looked for one (that rest takes the last search below)."""
         rest = len(buf) - pos
-        if self.run_back is not None and rest > SPLIT_AFTER:
+        # (_partial_led is for a rest with no complete match: not one that has not looked.)
+        if self.run_back is not None and rest > SPLIT_AFTER and not complete:
             found = self._partial_led(buf, pos)
             if found is not _UNSEEN:
                 return found

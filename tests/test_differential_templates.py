@@ -81,6 +81,21 @@ def check_shrunk(data: Any, drawn_templates: Any) -> None:
         check(template, parser, "", data.draw(chunkings(output), label="chunks"))
 
 
+@pytest.mark.parametrize("chunks", [[" <d5><a>"], [" <d5>", "x<a>"], ["<d5><a>;", " <d5>"]])
+def test_shrunk_thresholds_find_a_start_only_branch_complete(chunks: list[str]) -> None:
+    """Found by the deep profile: with SPLIT_AFTER 0, the short partial search from the
+    stream's first position (which returns a complete match first) took the route for a
+    rest known to hold none (RegexDelimiter._partial_led), reported ` <d5>` pending, and the
+    feed held back everything the reference had opened and closed."""
+    template = {
+        "start_anchor": "@@",
+        "fields": {"t": {"open_pattern": r"(?:^|(?<=;))\s*<d5>", "close": "<a>"}},
+    }
+    parser = load_parser(template)
+    with shrunk_thresholds(parser):
+        check(template, parser, "", chunks)
+
+
 # Patterns led by a run behind look-behinds, or prefixes some of them behind look-behinds
 # (RegexProfile.prefix_guarded, llama3_json's open), with words that refuse or satisfy
 # them, and literal opens that may share a piece with their texts.
