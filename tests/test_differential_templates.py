@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from differential import accepted_parser, check, shrunk_thresholds
+from differential import accepted_parser, check, reference_trace, shrunk_thresholds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import anchored_templates, chunkings, outputs_for, prefixes, templates
@@ -94,6 +94,26 @@ def test_shrunk_thresholds_find_a_start_only_branch_complete(chunks: list[str]) 
     parser = load_parser(template)
     with shrunk_thresholds(parser):
         check(template, parser, "", chunks)
+
+
+@pytest.mark.parametrize("chunks", [[" "], ["  "], [" ", " "]])
+def test_where_the_reference_loops_at_the_end_ours_stops_on_its_path(chunks: list[str]) -> None:
+    """A zero-width open and close at `^` make the reference's finalize loop forever (the
+    deep profile drew one): ours must stop, its events the first of the reference's.
+    (`check` compared finalize's (message, events) pair itself with the events.)"""
+    template = {
+        "start_anchor": "<|s|>",
+        "fields": {
+            "thinking": {"open": "<a>"},
+            "content": {"open_pattern": "(?:^|<s>)", "close_pattern": "(?:^|<s>)"},
+            # (holds a leading space: the loop then starts at the end)
+            "tool_calls": {"open_pattern": r"(?:^\s*|<x1>\s*)(?=\[)"},
+        },
+    }
+    parser = load_parser(template)
+    reference = reference_trace(template, "", chunks)
+    assert any(step[0] == "hang" for step in reference), "the case no longer loops"
+    check(template, parser, "", chunks)
 
 
 # Patterns led by a run behind look-behinds, or prefixes some of them behind look-behinds
