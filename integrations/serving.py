@@ -32,6 +32,7 @@ from typing import Any
 import regex
 
 from integrations.openai import ChunkAdapter, CompletionStream, template_of, to_chat_message
+from runtime.automaton import find_literal
 
 THINKING = "thinking"
 REASONING_KEYS = ("reasoning", "reasoning_content")
@@ -121,6 +122,7 @@ class Shape:
     has_thinking: bool
     open: regex.Pattern[str] | None  # the thinking field's open delimiter
     close: regex.Pattern[str] | None  # and its close delimiter
+    open_texts: tuple[str, ...]  # the open delimiter's literals (none for a pattern)
     single: frozenset[str]  # content, thinking, tool_calls fields without `repeats`
     text_defaults: bool  # a string default for content or thinking (never streamed)
 
@@ -143,6 +145,7 @@ def shape_of(parser: type[Any]) -> Shape:
             has_thinking=THINKING in fields,
             open=_alternatives(spec, "open"),
             close=_alternatives(spec, "close"),
+            open_texts=() if "open_pattern" in spec else _literals(spec.get("open")),
             single=frozenset(
                 name
                 for name in ("content", THINKING, "tool_calls")
@@ -355,11 +358,29 @@ def _alternatives(spec: dict[str, Any], kind: str) -> regex.Pattern[str] | None:
     pattern = spec.get(f"{kind}_pattern")
     if isinstance(pattern, str):
         return regex.compile(pattern, regex.DOTALL)
-    literal = spec.get(kind)
-    literals = [literal] if isinstance(literal, str) else list(literal or ())
+    literals = _literals(spec.get(kind))
     if not literals:
         return None
     return regex.compile("|".join(regex.escape(text) for text in literals))
+
+
+def _literals(value: Any) -> tuple[str, ...]:
+    """A delimiter's literal(s), in the template's order."""
+    literals = [value] if isinstance(value, str) else list(value or ())
+    return tuple(text for text in literals if isinstance(text, str) and text)
+
+
+def _leftmost_end(text: str, literals: tuple[str, ...], start: int) -> int:
+    """Where the leftmost match of the alternation of `literals` in `text` from `start` on
+    ends (the first of them that occurs there, as the regex tries them), or -1. A memchr
+    for each one's first character, where the regex checks every place (13K characters of
+    reasoning with no second `<think>`: 7.5 -> 1 us)."""
+    best, end = len(text) + 1, -1
+    for literal in literals:
+        found = find_literal(text, literal, start, min(len(text), best + len(literal) - 1))
+        if found != -1 and found < best:
+            best, end = found, found + len(literal)
+    return end
 
 
 class ReasoningStream:
@@ -387,6 +408,7 @@ class ReasoningStream:
         )
         self.open = shape.open
         self.close = shape.close
+        self.open_texts = shape.open_texts
         self.text = ""  # the output so far
         self.ended = False
         self.sent = 0  # how much of the text after thinking was handed on
@@ -480,6 +502,12 @@ class ReasoningStream:
         if self.open is None:
             return True  # a thinking region with no open delimiter: no telling
         output = self.text + text
+        texts = self.open_texts
+        if texts:
+            end = _leftmost_end(output, texts, 0)
+            if end == -1:
+                return False
+            return self.prompt_opened or _leftmost_end(output, texts, end) != -1
         first = self.open.search(output)
         if first is None:
             return False

@@ -426,6 +426,34 @@ def test_sglang_requests_of_one_detector_class_keep_their_own_tools(chunk: int |
 
 
 @needs_sglang
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_sglang_one_shot_questions_answer_as_a_fresh_detector_would(case: Case) -> None:
+    """SGLang's one-shot path asks has_tool_call (twice) and then parses the same text;
+    the detector keeps its parse without tools for the next question (RtcDetector._whole).
+    Every answer, with the request's tools or none, is what a new detector gives."""
+    from engine_drivers import sglang_tools
+    from sglang.srt.function_call.function_call_parser import FunctionCallParser
+
+    name = f"rtc-{case.entry}"
+    tools = sglang_tools(case)
+    text = case.output
+
+    def answer(detector: Any, typed: bool) -> Any:
+        result = detector.detect_and_parse(text, tools if typed else [])
+        return result.normal_text, [(c.tool_index, c.name, c.parameters) for c in result.calls]
+
+    def fresh() -> Any:
+        return FunctionCallParser(tools, name).detector
+
+    kept = fresh()
+    asked = kept.has_tool_call(text)
+    assert asked == fresh().has_tool_call(text) == kept.has_tool_call(text)
+    assert answer(kept, True) == answer(fresh(), True)
+    assert answer(kept, False) == answer(fresh(), False)
+    assert answer(kept, True) == answer(fresh(), True)
+
+
+@needs_sglang
 def test_sglang_concurrent_requests_give_what_each_gives_alone() -> None:
     from concurrent.futures import ThreadPoolExecutor
 

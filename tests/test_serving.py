@@ -272,3 +272,23 @@ def test_an_engine_parser_records_each_calls_arguments_as_sent(parts: list[Any])
     for (index, _, arguments), held in zip(parts, seen, strict=True):
         grown[index] = grown.get(index, "") + arguments
         assert held == grown[index]
+
+
+@given(
+    text=st.text("<ab/>", max_size=40),
+    literals=st.lists(st.text("<ab/>", min_size=1, max_size=4), min_size=1, max_size=3),
+    start=st.integers(0, 40),
+)
+def test_the_open_literals_are_found_as_their_regex_finds_them(
+    text: str, literals: list[str], start: int
+) -> None:
+    """ReasoningStream tells whether the thinking opens again with str.find for a literal
+    open (`_leftmost_end`): where the regex of the alternation (the first literal that
+    matches at the leftmost place) ends its match, or -1."""
+    import regex
+
+    from integrations.serving import _leftmost_end
+
+    found = regex.compile("|".join(map(regex.escape, literals))).search(text, min(start, len(text)))
+    expected = -1 if found is None else found.end()
+    assert _leftmost_end(text, tuple(literals), min(start, len(text))) == expected
