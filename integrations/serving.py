@@ -373,8 +373,8 @@ def _literals(value: Any) -> tuple[str, ...]:
 def _leftmost_end(text: str, literals: tuple[str, ...], start: int) -> int:
     """Where the leftmost match of the alternation of `literals` in `text` from `start` on
     ends (the first of them that occurs there, as the regex tries them), or -1. A memchr
-    for each one's first character, where the regex checks every place (13K characters of
-    reasoning with no second `<think>`: 7.5 -> 1 us)."""
+    for each one's first character, where the regex checks every place (whether the
+    thinking opens again in 13K characters of reasoning: 7.0 -> 1.7 us)."""
     best, end = len(text) + 1, -1
     for literal in literals:
         found = find_literal(text, literal, start, min(len(text), best + len(literal) - 1))
