@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 from engine_cases import generated_message, known_limit, squash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,6 +28,7 @@ from integrations.serving import (
     Delta,
     ReasoningStream,
     ResponseStream,
+    _leftmost_end,
     catalog_names,
     parse_whole,
     parser_for,
@@ -285,10 +287,6 @@ def test_the_open_literals_are_found_as_their_regex_finds_them(
     """ReasoningStream tells whether the thinking opens again with str.find for a literal
     open (`_leftmost_end`): where the regex of the alternation (the first literal that
     matches at the leftmost place) ends its match, or -1."""
-    import regex
-
-    from integrations.serving import _leftmost_end
-
     found = regex.compile("|".join(map(regex.escape, literals))).search(text, min(start, len(text)))
     expected = -1 if found is None else found.end()
     assert _leftmost_end(text, tuple(literals), min(start, len(text))) == expected
