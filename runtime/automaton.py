@@ -59,6 +59,9 @@ SHORT_SPAN = 32
 # Seconds of CPU time State.holds gives a search that its pattern's short span does not
 # cover (Scanner._still_held, on at most WAIT_AFTER characters): past them, a scan decides.
 HOLD_SECONDS = 0.002
+# How many held texts a pattern remembers the answer of `State.holds` for (then it forgets
+# them all and starts again).
+HELD_TEXTS = 256
 # A text this short is searched once for a start text or a piece of one at its end
 # (State.starts_or_piece, a chunk's usual test); a longer one first for a start text, then
 # for a piece near its end: the combined regex tries its pieces at every position (155 us
@@ -371,6 +374,7 @@ class RegexDelimiter:
         "_attempts",
         "_branches",
         "_narrowing",
+        "held_texts",
     )
 
     def __init__(
@@ -427,6 +431,8 @@ class RegexDelimiter:
         self._branches: Any = _UNSEEN
         # Where a search of a long buffer can start (runtime.narrowing), found on first use.
         self._narrowing: Any = _UNSEEN
+        # `State.holds` of held texts with nothing before them, by text (see there).
+        self.held_texts: dict[str, bool] = {}
 
     def narrowing(self) -> RunToLiteral | None:
         """The pattern's shape HEAD + C* + LITERAL, which tells where a search of a long
@@ -987,6 +993,8 @@ class State:
         "scan",
         "fast",
         "waits_early",
+        "waits_without_run",
+        "held_windows",
         "close",
     )
 
@@ -1189,6 +1197,11 @@ class State:
         self.waits_early = not fast or any(
             run.run is None and run.literal for delim in patterns for run in delim.runs
         )
+        # Whether a held match may wait with no run (`RegexDelimiter.waits`, runs=False).
+        self.waits_without_run = any(run.run is None for delim in patterns for run in delim.runs)
+        # Windows a scan held all of, with no text before them, and the pattern that held
+        # each (Scanner._held_window), up to HELD_TEXTS of them.
+        self.held_windows: dict[str, RegexDelimiter] = {}
         self.close = close
 
     def __repr__(self) -> str:
@@ -1371,7 +1384,27 @@ class State:
         The step's held-back text starts at the earliest pending match, and nothing is
         committed from there on (docs/design.md, "One scan step"), so the other delimiters
         need not be searched: only `delim`, as the step searches it.
+
+        The answer for a held text with nothing before it (`pos` 0: no left context, so no
+        look-behind or `^` can tell two places apart) depends on the text alone, and one
+        that the pattern's short span covers is found without a time bound; those answers
+        are kept (`RegexDelimiter.held_texts`, up to HELD_TEXTS of them). A stream
+        repeats its held texts: a header arriving in pieces holds the same few texts at
+        each message (inkling's `<|message_model|><|content_...|>` in 4-character chunks:
+        two partial match attempts, 2.2 us, on each of seven chunks of each header).
         """
+        if pos or len(buf) > delim.short_span:
+            return self._holds(delim, buf, pos)
+        known = delim.held_texts.get(buf)
+        if known is None:
+            known = self._holds(delim, buf, pos)
+            if len(delim.held_texts) >= HELD_TEXTS:
+                delim.held_texts.clear()
+            delim.held_texts[buf] = known
+        return known
+
+    def _holds(self, delim: RegexDelimiter, buf: str, pos: int) -> bool:
+        """`holds`, worked out."""
         if len(buf) - pos > delim.short_span:
             # Not cheap to search over this rest (a `\s*`-led call open of a dozen parts):
             # its one search, under a short bound of its own, where the step would search

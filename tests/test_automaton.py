@@ -189,7 +189,10 @@ def test_a_pattern_that_holds_the_rest_makes_the_step_hold_it(template: dict[str
                 if holder is not None:
                     assert state.holds(holder, buf, pos), f"{state} {holder} buf={buf!r}"
                 for delim in state.patterns:
-                    if state.holds(delim, buf, pos):
+                    held = state.holds(delim, buf, pos)
+                    # (a second ask may be answered from RegexDelimiter.held_texts)
+                    assert state.holds(delim, buf, pos) is held is state._holds(delim, buf, pos)
+                    if held:
                         assert step == (None, pos), f"{state} {delim} buf={buf!r} pos={pos}"
 
 
@@ -768,6 +771,44 @@ def test_which_short_holds_wait(name: str, text: str, waits: bool) -> None:
     more = "</tool_call>" if name == "glm45" else "<|content_text|>hi<|end_message|>"
     parser.feed(more)
     assert parser.finalize()[0] == parser.parse(text + more, prefix="")
+
+
+def test_a_header_seen_before_is_held_without_a_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inkling's message header arrives in 4-character chunks, held while the three opens
+    it may start are told apart. What the first message's scans held (State.held_windows)
+    and what `State.holds` answered (RegexDelimiter.held_texts) hold the next message's
+    header without a scan, up to the chunk that completes it; the message is the one-shot
+    parse's."""
+    parser_cls = importlib.import_module("generated.inkling").Parser
+    for state in (value for value in vars(parser_cls).values() if isinstance(value, State)):
+        state.held_windows.clear()
+        for delim in state.patterns:
+            delim.held_texts.clear()
+    scans: list[str] = []
+    run = parser_cls._run
+
+    def counted(self: Any, text: str, events: list[Any], eos: bool) -> None:
+        scans.append(text)
+        run(self, text, events, eos)
+
+    monkeypatch.setattr(parser_cls, "_run", counted)
+    header = "<|message_model|><|content_thinking|>"
+    message = header + "Hm.<|end_message|>"
+    chunks = [message[index : index + 4] for index in range(0, len(message), 4)]
+    held = len(header) // 4  # the chunks before the one that completes the header
+    parser = parser_cls("")
+    for chunk in chunks[:held]:
+        parser.feed(chunk)
+    assert scans  # the first header is scanned
+    for chunk in chunks[held:]:
+        parser.feed(chunk)
+    scans.clear()
+    for chunk in chunks[:held]:
+        assert parser.feed(chunk) == []
+    assert scans == []
+    for chunk in chunks[held:]:
+        parser.feed(chunk)
+    assert parser.finalize()[0] == parser_cls.parse(message * 2, prefix="")
 
 
 # Plain text such as a tool call's arguments hold: words, spaces, newlines, quotes, brackets.

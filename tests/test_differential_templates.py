@@ -52,6 +52,23 @@ def check_drawn(data: Any, drawn_templates: Any) -> None:
 
 
 @given(data=st.data())
+@settings(max_examples=200)
+def test_windows_a_parser_saw_before_match_reference(data: Any) -> None:
+    """A parser class remembers windows a scan held all of (State.held_windows) and the
+    answers of `State.holds` (RegexDelimiter.held_texts), for any stream of it to reuse:
+    an output repeated within a stream, chunked the same each time, and then that stream
+    again, meet the same windows again, and must give the reference's events."""
+    accepted = accepted_parser(data, templates())
+    if accepted is None:
+        return
+    template, literals, samples, parser = accepted
+    output = data.draw(outputs_for(literals, samples), label="output")
+    chunks = data.draw(chunkings(output), label="chunks")
+    for _ in range(2):
+        check(template, parser, "", chunks * 3)
+
+
+@given(data=st.data())
 def test_shrunk_thresholds_change_no_event(data: Any) -> None:
     """Parsers stop rescanning a held match that only a known text can change
     (CompiledParser._wait), join a region's chunks into blocks, and probe literal
