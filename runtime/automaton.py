@@ -106,6 +106,15 @@ SPLIT_AFTER = 256
 LEAD_SPAN = 64
 
 
+def remember(memory: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep `value` under `key` in one of a parser class's memories of held texts (State.holds,
+    Scanner._held_window): once it holds HELD_TEXTS entries it forgets them all first, so
+    texts that never repeat cost a bounded memory."""
+    if len(memory) >= HELD_TEXTS:
+        memory.clear()
+    memory[key] = value
+
+
 def find_literal(buf: str, literal: str, start: int, end: int) -> int:
     """`buf.find(literal, start, end)`, faster when literal[0] is rare in the text.
 
@@ -1398,9 +1407,7 @@ class State:
         known = delim.held_texts.get(buf)
         if known is None:
             known = self._holds(delim, buf, pos)
-            if len(delim.held_texts) >= HELD_TEXTS:
-                delim.held_texts.clear()
-            delim.held_texts[buf] = known
+            remember(delim.held_texts, buf, known)
         return known
 
     def _holds(self, delim: RegexDelimiter, buf: str, pos: int) -> bool:

@@ -29,7 +29,7 @@ import itertools
 from typing import Any, ClassVar
 
 from . import errors
-from .automaton import HELD_TEXTS, OPEN, RegexDelimiter, State
+from .automaton import OPEN, RegexDelimiter, State, remember
 from .waiting import Wait
 
 Event = dict[str, Any]
@@ -179,9 +179,7 @@ class Scanner:
             and self._settled
             and len(self._pending) == len(window)
         ):
-            if len(state.held_windows) >= HELD_TEXTS:
-                state.held_windows.clear()
-            state.held_windows[window] = self._held_by[1]
+            remember(state.held_windows, window, self._held_by[1])
         return events
 
     def _held_window(self, state: State, text: str) -> str | None:

@@ -12,7 +12,6 @@ from strategies import anchored_templates, chunkings, outputs_for, prefixes, tem
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 import runtime.automaton
-import runtime.scanner
 from compiler import load_parser
 from compiler.catalog import load_entry
 from compiler.errors import TemplateError
@@ -69,12 +68,12 @@ def test_windows_a_parser_saw_before_match_reference(data: Any) -> None:
     # Each memory forgets all it holds once it is full: after every entry, or as shipped.
     kept = data.draw(st.sampled_from([1, runtime.automaton.HELD_TEXTS]), label="kept")
     saved = runtime.automaton.HELD_TEXTS
-    runtime.automaton.HELD_TEXTS = runtime.scanner.HELD_TEXTS = kept
+    runtime.automaton.HELD_TEXTS = kept
     try:
         for _ in range(2):
             check(template, parser, "", chunks * 3)
     finally:
-        runtime.automaton.HELD_TEXTS = runtime.scanner.HELD_TEXTS = saved
+        runtime.automaton.HELD_TEXTS = saved
 
 
 @given(data=st.data())
