@@ -417,7 +417,7 @@ class ReasoningStream:
         self.saw_thinking = False  # a thinking region opened (in the prompt or the output)
         self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
         self.lead = ""  # prompt text handed on before the output (see the class doc)
-        still_open = self._scan(self.parser.initial_events, initial=True)
+        still_open = self._scan_prompt(self.parser.initial_events)
         if not shape.has_thinking:
             self.ended = True  # no thinking to wait for: all of the output is the rest
         elif still_open is not None:
@@ -426,26 +426,49 @@ class ReasoningStream:
         self.prompt_opened = self.saw_thinking  # the prompt left the thinking open
         self.adapter.convert(self.parser.initial_events)
 
-    def _scan(self, events: Iterable[dict[str, Any]], initial: bool = False) -> str | None:
-        """Track the end of thinking; return the region other than thinking left open."""
+    def _scan_prompt(self, events: list[dict[str, Any]]) -> str | None:
+        """Whether the prompt left the thinking open (`saw_thinking`: thinking the prompt
+        opened and closed is no thinking of the output); return the region other than
+        thinking that it left open."""
         other_open: str | None = None
         for event in events:
             field_name, kind = event.get("field"), event.get("type")
             if field_name == THINKING:
                 if kind == "region_open":
                     self.saw_thinking = True
-                elif kind == "region_chunk" and not initial:
-                    self.thought = _grown(self, "thought", event["text"])
                 elif kind == "region_close":
-                    self.ended = self.ended or not initial
-                    # thinking the prompt opened and closed is no thinking of the output
-                    self.saw_thinking = self.saw_thinking and not initial
+                    self.saw_thinking = False
             elif kind == "region_open":
-                self.ended = self.ended or not initial
                 other_open = field_name if isinstance(field_name, str) else None
             elif kind == "region_close":
                 other_open = None
         return other_open
+
+    def _take(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The output's events that are the reasoning half's: those up to the one that ends
+        the thinking (its region closes, or another region opens), tracking that end and
+        the thinking's raw text on the way.
+
+        The parser's later events are of text handed on, which the tool half parses. A text
+        that runs on past the thinking's end into a thinking region again (interleaved
+        thinking, in one chunk or one shot) must not add that region to the reasoning, nor
+        to the raw text `after_thinking` looks for in the output: that text would not be
+        found there, and the rest, the answer included, would not be handed on.
+        """
+        for index, event in enumerate(events):
+            field_name, kind = event.get("field"), event.get("type")
+            if field_name == THINKING:
+                if kind == "region_open":
+                    self.saw_thinking = True
+                elif kind == "region_chunk":
+                    self.thought = _grown(self, "thought", event["text"])
+                elif kind == "region_close":
+                    self.ended = True
+            elif kind == "region_open":
+                self.ended = True
+            if self.ended:
+                return events[: index + 1]
+        return events
 
     def _reopener(self, prefix: str, field_name: str) -> str:
         """The prompt from the last open delimiter of `field_name` on ("" for a region that
@@ -517,9 +540,7 @@ class ReasoningStream:
         self.text = _grown(self, "text", text)
         if self.ended:
             return self._rest()
-        events = self.parser.feed(text)
-        self._scan(events)
-        delta = self._reasoning(events)
+        delta = self._reasoning(self._take(self.parser.feed(text)))
         if self.ended:
             delta.content = self._rest().content
         return delta
@@ -532,8 +553,7 @@ class ReasoningStream:
         if self.ended:
             return self._rest()
         message, events = self.parser.finalize()
-        self._scan(events)
-        delta = self._reasoning(events)
+        delta = self._reasoning(self._take(events))
         delta.content = self._rest(whole=THINKING not in message).content
         return delta
 

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 import regex
-from engine_cases import generated_message, known_limit, squash
+from engine_cases import generated_message, known_limit, repeated_thinking, squash
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import generated.smollm3
 from compiler import load_parser
@@ -99,12 +100,27 @@ def test_the_two_halves_give_the_whole_message(case: tuple[str, str, str, str]) 
     assert squash(got["content"]) == expected["content"]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_any_chunking_gives_the_same(data: st.DataObject) -> None:
     entry, _, prefix, output = data.draw(st.sampled_from(CASES), label="case")
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(output) - 1))), label="cuts"))
     assert two_halves(entry, prefix, output, cuts) == two_halves(entry, prefix, output, [])
+
+
+def test_interleaved_thinking_hands_on_the_same_whole_or_cut_anywhere() -> None:
+    """Where the thinking repeats, the reasoning half takes the first segment only (the
+    known limit, docs/serving.md), and hands on the rest, the answer included, the same
+    for the whole output in one piece (a one-shot request) as for any cut of it. A piece
+    that ran on past the first segment into the next once took both as reasoning and
+    handed on nothing."""
+    repeated = [case for case in CASES if repeated_thinking(case[0], case[3])]
+    assert repeated  # inkling's fixtures have interleaved thinking
+    for entry, _, prefix, output in repeated:
+        whole = two_halves(entry, prefix, output, [])
+        for cut in range(1, len(output)):
+            assert two_halves(entry, prefix, output, [cut]) == whole, (entry, cut)
+        assert squash(whole["content"]) == generated_message(entry, prefix, output)["content"]
 
 
 def test_importing_the_package_imports_no_engine() -> None:
@@ -170,7 +186,7 @@ def streamed_whole(parser: type[Any], text: str, tools: Any, ids: Any) -> Delta:
     return total
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_the_one_shot_tool_half_is_the_whole_call_stream(data: st.DataObject) -> None:
     """parse_whole converts the message instead of streaming: same content, reasoning, and
@@ -222,7 +238,7 @@ def test_the_one_shot_tool_half_keeps_each_requests_tools() -> None:
     assert json.loads(untyped.calls[0].arguments) == {"days": "3"}
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_a_long_output_fed_whole_hands_on_what_one_parse_of_it_does(data: st.DataObject) -> None:
     """ReasoningStream.feed of a long text parses it piece by piece and stops parsing where
