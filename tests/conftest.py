@@ -1,24 +1,10 @@
 from __future__ import annotations
 
-import os
 from typing import Any
 
+import profiles  # noqa: F401  (registers and loads the hypothesis profile)
 import pytest
 from differential import CASES
-from hypothesis import HealthCheck, settings
-
-# Example counts: "ci" for `make test` (the default), "deep" for `make test-full`.
-settings.register_profile(
-    "ci",
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=True,
-)
-settings.register_profile(
-    "deep", max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def pytest_sessionfinish(session: Any) -> None:

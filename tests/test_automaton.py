@@ -20,6 +20,7 @@ import pytest
 import regex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import runtime.automaton
 import runtime.errors
@@ -1155,7 +1156,7 @@ def _led_states() -> list[tuple[str, State]]:
 
 
 @pytest.mark.parametrize(("name", "state"), _led_states(), ids=lambda item: str(item))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_one_search_holds_what_the_run_and_the_pieces_hold(
     name: str, state: State, data: Any

@@ -16,6 +16,7 @@ from catalog_samples import REGEX_SAMPLES
 from fixtures import load_fixtures
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 import runtime.automaton
 from compiler.catalog import entry_names
@@ -211,7 +212,7 @@ def _as_reported(pattern: Any, buf: str, pos: int, eos: bool) -> Any:
     return None if match is None else (*outcome(match), pending)
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(entry=st.sampled_from(DELIMITERS), data=st.data())
 def test_catalog_delimiters_search_as_their_patterns(
     entry: tuple[RegexDelimiter, list[str]], data: Any

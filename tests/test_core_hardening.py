@@ -27,6 +27,7 @@ from differential import check, shrunk_thresholds
 from fixtures import load_fixtures
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings
 
 import compiler.jit
@@ -77,7 +78,7 @@ def observe(parser_cls: Any, prefix: str, chunks: list[Any], tools: Any, cached:
 # -- 1. a stable feed -------------------------------------------------------------------
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(data=st.data())
 def test_a_cached_feed_behaves_as_parser_feed(data: Any) -> None:
     name, case = data.draw(st.sampled_from(CASES), label="case")
@@ -124,7 +125,7 @@ def test_a_parser_dropped_mid_stream_is_freed_without_the_cyclic_gc(name: str) -
 # -- 2. bad chunks ------------------------------------------------------------------------
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(data=st.data())
 def test_a_bad_chunk_raises_type_error_and_changes_nothing(data: Any) -> None:
     name, case = data.draw(st.sampled_from(CASES), label="case")

@@ -11,6 +11,7 @@ from differential import check, shrunk_thresholds
 from fixtures import final_outcome, load_fixtures
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings, outputs_for, prefixes
 
 from compiler.catalog import entry_names, load_entry
@@ -51,7 +52,7 @@ def test_catalog_parser_matches_reference(name: str, data: Any) -> None:
 
 
 @pytest.mark.parametrize("name", V1)
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(data=st.data())
 def test_shrunk_thresholds_change_no_event(name: str, data: Any) -> None:
     """As above, with the internal thresholds shrunk (differential.shrunk_thresholds), so

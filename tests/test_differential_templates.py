@@ -8,6 +8,7 @@ import pytest
 from differential import accepted_parser, check, reference_trace, shrunk_thresholds
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import anchored_templates, chunkings, outputs_for, prefixes, templates
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
@@ -23,7 +24,7 @@ def test_generated_template_matches_reference(data: Any) -> None:
 
 
 @given(data=st.data())
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 def test_start_only_and_look_behind_led_patterns_match_reference(data: Any) -> None:
     """Patterns read apart (a `^` branch that is dead past the stream's first position, a
     run behind look-behinds), in the start state, whatever else the template watches."""
@@ -53,7 +54,7 @@ def check_drawn(data: Any, drawn_templates: Any) -> None:
 
 
 @given(data=st.data())
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_windows_a_parser_saw_before_match_reference(data: Any) -> None:
     """A parser class remembers windows a scan held all of (State.held_windows) and the
     answers of `State.holds` (RegexDelimiter.held_texts), for any stream of it to reuse:

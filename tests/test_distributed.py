@@ -17,6 +17,7 @@ import pytest
 from corpus import corpus_lines, write_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 
 from cli.app import main
 from integrations import batch
@@ -55,7 +56,7 @@ def by_blocks(path: Path, blocksize: int) -> list[str]:
     return out
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(blocksize=st.integers(min_value=1, max_value=6000))
 def test_blocks_give_the_parse_jsonl_lines_for_any_blocksize(
     blocksize: int, corpus: tuple[list[Path], dict[Path, list[str]]]

@@ -10,6 +10,7 @@ import pytest
 from fixtures import final_outcome, load_fixtures
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings
 
 import generated.smollm3
@@ -207,7 +208,7 @@ def _strip_errors(message: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in message.items() if key != "parse_errors"}
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(data=st.data())
 def test_the_server_policy_never_raises_and_is_chunking_independent(data: Any) -> None:
     """Any fixture output, cut anywhere (a truncated call), parses under on_error="content"
@@ -243,7 +244,7 @@ SEGMENTS = [
 ]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     data=st.data(),
     picks=st.lists(st.sampled_from(range(len(SEGMENTS))), max_size=8),

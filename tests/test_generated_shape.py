@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import templates
 from test_hostile_templates import hostile_extension_templates, hostile_templates
 from transformers.utils.chat_parsing.response_templates import load_response_template
@@ -54,7 +55,7 @@ def _compiled(template: Any) -> str | None:
         return None
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=hostile_templates())
 def test_no_line_is_over_the_limit_for_hostile_templates(drawn: Any) -> None:
     template = drawn[0]
@@ -67,7 +68,7 @@ def test_no_line_is_over_the_limit_for_hostile_templates(drawn: Any) -> None:
     assert namespace["TEMPLATE"] == template  # the cut strings are the same values
 
 
-@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(20), suppress_health_check=[HealthCheck.too_slow])
 @given(template=hostile_extension_templates())
 def test_no_line_is_over_the_limit_for_hostile_extension_templates(template: Any) -> None:
     source = compile_source(template, "shape", source="<shape>")
@@ -77,7 +78,7 @@ def test_no_line_is_over_the_limit_for_hostile_extension_templates(template: Any
     assert namespace["TEMPLATE"] == template
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), suppress_health_check=[HealthCheck.too_slow])
 @given(drawn=templates())
 def test_no_line_is_over_the_limit_for_random_templates(drawn: Any) -> None:
     source = _compiled(drawn[0])

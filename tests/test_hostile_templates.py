@@ -19,6 +19,7 @@ from differential import check
 from fixtures import final_outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
@@ -166,7 +167,7 @@ def test_hostile_template_compiles_to_inert_code(data: Any) -> None:
     _no_canary()
 
 
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(template=hostile_templates())
 def test_hostile_template_formats_with_black(template: Any) -> None:
     """The formatted module (what `make compile` writes) is just as inert."""

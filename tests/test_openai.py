@@ -18,6 +18,7 @@ from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from fixtures import load_fixtures
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings, fragments_for
 
 import generated.cohere
@@ -1249,7 +1250,7 @@ XML_TAG_PATTERNS = sorted(
 QWEN_TAGS = [pattern for pattern in XML_TAG_PATTERNS if pattern.startswith("<parameter=(?P<key>[^")]
 
 
-@settings(max_examples=1000)
+@settings(max_examples=examples(1000))
 @given(
     pattern=st.sampled_from(XML_TAG_PATTERNS),
     body=st.lists(
@@ -1331,7 +1332,7 @@ XML_CALLS = st.lists(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(data=st.data())
 def test_the_region_asked_lazily_streams_what_the_eager_one_does(data: Any) -> None:
     """CompletionStream asks for the open call's region only when a call's first text
