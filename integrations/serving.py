@@ -417,6 +417,7 @@ class ReasoningStream:
         self.saw_thinking = False  # a thinking region opened (in the prompt or the output)
         self.thought = ""  # the raw text of the output's thinking region, as the parser cut it
         self.lead = ""  # prompt text handed on before the output (see the class doc)
+        self.held = self.parser.held_back  # the prompt's tail, which may begin `thought`
         still_open = self._scan_prompt(self.parser.initial_events)
         if not shape.has_thinking:
             self.ended = True  # no thinking to wait for: all of the output is the rest
@@ -552,9 +553,9 @@ class ReasoningStream:
         self.finished = True
         if self.ended:
             return self._rest()
-        message, events = self.parser.finalize()
+        _, events = self.parser.finalize()
         delta = self._reasoning(self._take(events))
-        delta.content = self._rest(whole=THINKING not in message).content
+        delta.content = self._rest().content
         return delta
 
     def _reasoning(self, events: list[dict[str, Any]]) -> Delta:
@@ -563,9 +564,9 @@ class ReasoningStream:
             reasoning="".join(delta.get(key) or "" for delta in self.adapter.deltas(events))
         )
 
-    def _rest(self, whole: bool = False) -> Delta:
+    def _rest(self) -> Delta:
         if self.start is None:
-            self.start = 0 if whole else self.after_thinking()
+            self.start = self.after_thinking()
         rest = self.text[self.start + self.sent :]
         self.sent += len(rest)
         lead, self.lead = self.lead, ""
@@ -574,26 +575,36 @@ class ReasoningStream:
     def after_thinking(self) -> int:
         """Where the raw text after the thinking region starts in the output.
 
-        Without a thinking region, at 0. With one, where its close delimiter ends: the
-        region's raw text (the parser's chunks) starts after the first open delimiter of the
-        output, or at 0 when the prompt opened it; whichever of the two the output really
-        has there. The close delimiter is matched right after that text (nothing matches
-        there when it began in the prompt: then the rest starts where the thinking ended).
+        Without a thinking region, at 0. With one, where its close delimiter ends. The
+        parser scanned the output after the prompt's tail it held back (`held`: after ernie's
+        thinking prompt, `<think>` and a newline, the newline; a thinking opener still open
+        to a longer match, glm47's `<think>`), so the region is looked for in the two
+        together: its raw text (the parser's chunks) starts at 0 when the prompt opened it
+        (the region `_take` followed is the prompt's, even where the output opens the
+        thinking again once it has closed), else after the first open delimiter if that
+        text is there (at 0 for a region opened without one). The close delimiter is matched
+        right after that text (nothing matches there when it began in the prompt: then the
+        rest starts where the thinking ended).
         """
         if not self.saw_thinking:
             return 0
-        text, thought = self.text, self.thought
+        held, thought = self.held, self.thought
+        seen = held + self.text if held else self.text  # (one copy, once per response)
         begin = 0
-        opened = self.open.search(text) if self.open is not None else None
-        if opened is not None and text.startswith(thought, opened.end()):
+        opened = None
+        if not self.prompt_opened and self.open is not None:
+            opened = self.open.search(seen)
+        if opened is not None and seen.startswith(thought, opened.end()):
             begin = opened.end()
-        elif not text.startswith(thought):
-            return len(text)  # not found as the parser cut it: hand nothing on twice
+        elif not seen.startswith(thought):
+            return len(self.text)  # not found as the parser cut it: hand nothing on twice
         end = begin + len(thought)
-        closed = self.close.match(text, end) if self.close is not None else None
+        closed = self.close.match(seen, end) if self.close is not None else None
         if closed is not None:
-            return closed.end()
-        return end if self.ended else len(text)
+            end = closed.end()
+        elif not self.ended:
+            return len(self.text)
+        return max(0, end - len(held))
 
 
 def _grown(stream: ReasoningStream, name: str, more: str) -> str:

@@ -169,6 +169,13 @@ class CompiledParser(Regions):
         return OpenRegion(state.field, dict(self._captures), state.close)  # type: ignore[arg-type]
 
     @property
+    def held_back(self) -> str:
+        """The text received that no event has carried yet ("" once finalized): held back
+        while it may still start or complete a delimiter. After the prefix, the prompt's tail
+        that the output's first events carry in a region's text, or a delimiter takes."""
+        return "" if self._finalized else self._pending
+
+    @property
     def tool_parameters(self) -> dict[str, dict[str, Any]]:
         """The `tools=` schemas this parser casts arguments with: tool name -> properties."""
         return self._tool_params

@@ -17,13 +17,17 @@ from typing import Any
 
 import pytest
 import regex
+from catalog_samples import REGEX_SAMPLES, template_literals
 from engine_cases import generated_message, known_limit, repeated_thinking, squash
+from fixtures import load_fixtures
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from profiles import examples
+from strategies import outputs_for
 
 import generated.smollm3
 from compiler import load_parser
+from compiler.catalog import load_entry
 from integrations.serving import (
     CallDelta,
     Delta,
@@ -106,6 +110,59 @@ def test_any_chunking_gives_the_same(data: st.DataObject) -> None:
     entry, _, prefix, output = data.draw(st.sampled_from(CASES), label="case")
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(output) - 1))), label="cuts"))
     assert two_halves(entry, prefix, output, cuts) == two_halves(entry, prefix, output, [])
+
+
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_any_chunking_of_any_output_hands_on_the_same(data: st.DataObject) -> None:
+    """As above, for outputs made of an entry's own delimiters, near misses of them and text
+    (tests/strategies.py), after each of its generation prompts: whatever the output, the
+    two halves give the same in one piece and in any pieces, where the thinking opens again
+    later, closes empty, or begins with a prompt tail the parser held back."""
+    entry = data.draw(st.sampled_from(catalog_names()), label="entry")
+    template = load_entry(entry).data["response_template"]
+    samples = REGEX_SAMPLES.get(entry, []) + load_fixtures(entry)["samples"]
+    output = data.draw(outputs_for(template_literals(template), samples, 16), label="output")
+    prompts = sorted(load_entry(entry).generation_prompt.values())
+    prefix = data.draw(st.sampled_from(["", *prompts]), label="prefix")
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(output) - 1))), label="cuts"))
+    assert two_halves(entry, prefix, output, cuts) == two_halves(entry, prefix, output, [])
+
+
+@pytest.mark.parametrize(
+    ("entry", "prefix", "output"),
+    [
+        # the prompt's `<think>` and newline: the parser holds the newline back (the open may
+        # take more whitespace), and the thinking's text begins with it
+        ("ernie", "Assistant: <think>\n", "Hm.\n</think>\n\n<response>\nIt is 4.\n</response>"),
+        # the prompt's opener held whole, closed at once by the call's look-ahead
+        (
+            "glm47",
+            "<|assistant|><think>",
+            "<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value></tool_call>",
+        ),
+        (
+            "granite",
+            "<|start_of_role|>assistant<|end_of_role|>Here is my thought process:",
+            '<tool_call>[{"name": "f", "arguments": {}}]',
+        ),
+        # an empty thinking, closed or cut off: its delimiters are no content
+        ("hermes", "<|im_start|>assistant\n", "<think></think>Hi."),
+        ("hermes", "<|im_start|>assistant\n", "<think>"),
+    ],
+)
+def test_the_thinking_is_found_where_the_parser_put_it(
+    entry: str, prefix: str, output: str
+) -> None:
+    """The reasoning half hands on the text after the thinking region, found in the output as
+    the parser cut it: the template's message, whole or cut anywhere (the first of these lost
+    its answer, the last handed its `<think>` on as content)."""
+    expected = generated_message(entry, prefix, output)
+    for cuts in ([], *([cut] for cut in range(1, len(output)))):
+        got = two_halves(entry, prefix, output, cuts)
+        assert got["tool_calls"] == expected["tool_calls"], cuts
+        assert squash(got["thinking"]) == expected["reasoning"], cuts
+        assert squash(got["content"]) == expected["content"], cuts
 
 
 def test_interleaved_thinking_hands_on_the_same_whole_or_cut_anywhere() -> None:
