@@ -49,7 +49,11 @@ def without_cut_calls(result: dict) -> dict:
     """A streamed result less the calls whose arguments do not parse: a call that failed after
     its first fragments went out, which a client keeps as sent (the one-shot path sends each
     call whole, so it has none; its raw text is content in both)."""
-    calls = [call for call in result["tool_calls"] if "<unparsable>" not in call[1]]
+    calls = [
+        call
+        for call in result["tool_calls"]
+        if not (isinstance(call[1], dict) and "<unparsable>" in call[1])  # (or JSON not an object)
+    ]
     return {**result, "tool_calls": calls}
 
 
