@@ -456,7 +456,7 @@ class ReasoningStream:
         to the raw text `after_thinking` looks for in the output: that text would not be
         found there, and the rest, the answer included, would not be handed on.
         """
-        for index, event in enumerate(events):
+        for event in events:
             field_name, kind = event.get("field"), event.get("type")
             if field_name == THINKING:
                 if kind == "region_open":
@@ -464,12 +464,14 @@ class ReasoningStream:
                 elif kind == "region_chunk":
                     self.thought = _grown(self, "thought", event["text"])
                 elif kind == "region_close":
-                    self.ended = True
+                    break
             elif kind == "region_open":
-                self.ended = True
-            if self.ended:
-                return events[: index + 1]
-        return events
+                break
+        else:
+            return events
+        self.ended = True
+        # Its first occurrence: an equal event before it would have ended the loop there.
+        return events[: events.index(event) + 1]
 
     def _reopener(self, prefix: str, field_name: str) -> str:
         """The prompt from the last open delimiter of `field_name` on ("" for a region that
