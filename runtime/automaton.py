@@ -33,7 +33,7 @@ import regex
 from . import errors
 from .branches import split
 from .narrowing import RunToLiteral
-from .waiting import Wait
+from .waiting import BrokenRun, Wait
 
 OPEN = 0
 CLOSE = 1
@@ -1003,6 +1003,7 @@ class State:
         "fast",
         "waits_early",
         "waits_without_run",
+        "broken_run",
         "held_windows",
         "close",
     )
@@ -1208,6 +1209,8 @@ class State:
         )
         # Whether a held match may wait with no run (`RegexDelimiter.waits`, runs=False).
         self.waits_without_run = any(run.run is None for delim in patterns for run in delim.runs)
+        # Where a scan holds text back, when the patterns tell it without one (waiting.BrokenRun).
+        self.broken_run = None if literals or not patterns else BrokenRun.of(patterns)
         # Windows a scan held all of, with no text before them, and the pattern that held
         # each (Scanner._held_window), up to HELD_TEXTS of them.
         self.held_windows: dict[str, RegexDelimiter] = {}

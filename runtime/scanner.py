@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from . import errors
 from .automaton import OPEN, RegexDelimiter, State, remember
-from .waiting import Wait
+from .waiting import BrokenRun, Wait
 
 Event = dict[str, Any]
 
@@ -128,9 +128,26 @@ class Scanner:
             # An empty chunk (engines send one per token that only another parser uses):
             # the held-back text was scanned as it is, and that scan's decisions stand.
             return []
-        if self._waiting is not None and not self._wake(text):
-            self._fed += len(text)
-            return []
+        waiting = self._waiting
+        if waiting is not None:
+            # A wait whose run only its stop character ends (HeldRun.quiet) is told without
+            # a call: a chunk without it is kept aside, one with it wakes the parser.
+            quiet = waiting[0].quiet
+            if quiet is None:
+                woken = self._wake(text)
+            elif quiet in text:
+                woken = self._wake(None)
+            else:
+                self._waited.append(text)
+                woken = False
+            if not woken:
+                self._fed += len(text)
+                return []
+        broken = self._state.broken_run
+        if broken is not None and text and self.CONTEXT == 0:
+            settled = self._route_broken_run(broken, text)
+            if settled is not None:
+                return settled
         held_by = self._held_by
         if held_by is not None:
             if held_by[0] is self._state and self._still_held(held_by[1], text):
@@ -180,6 +197,31 @@ class Scanner:
             and len(self._pending) == len(window)
         ):
             remember(state.held_windows, window, self._held_by[1])
+        return events
+
+    def _route_broken_run(self, broken: BrokenRun, text: str) -> list[Event] | None:
+        """A scan of the held-back text and `text` where the state's patterns tell what it
+        holds without one (waiting.BrokenRun): route up to there, hold the rest, and wait
+        on it as the scan would (`_scan`, `_wait`). None, changing nothing, when only the
+        scan can tell."""
+        buf = self._pending + text
+        found = broken.hold(buf)
+        if found is None:
+            return None
+        hold, run = found
+        self._held_by = None
+        self._settled = True
+        state = self._state
+        if state.field is None:  # the null sink: _route, which routes nothing here
+            self._pending = buf[hold:]
+            self._fed += hold
+            events: list[Event] = []
+        else:
+            self._base = -len(buf)
+            self._pos = 0
+            events = self._route(buf[:hold], buf[hold:], text)
+        if run and (len(buf) - hold >= self.WAIT_AFTER or (state.waits_early and not state.fast)):
+            self._waiting = (broken.wait, "", state.patterns[0])
         return events
 
     def _held_window(self, state: State, text: str) -> str | None:

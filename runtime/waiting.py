@@ -18,11 +18,20 @@ methods over a memory the parser keeps while it waits:
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import regex
 
 from . import errors
+
+if sys.version_info >= (3, 11):
+    import re._constants as _sre_constants
+    import re._parser as _sre_parse
+else:  # pragma: no cover - Python 3.10
+    import sre_constants as _sre_constants
+    import sre_parse as _sre_parse
 
 
 class HeldRun:
@@ -37,18 +46,25 @@ class HeldRun:
     characters received, which an arriving LITERAL may begin in.
     """
 
-    __slots__ = ("head", "run", "literal", "literal_in_run")
+    __slots__ = ("head", "run", "literal", "literal_in_run", "stop", "quiet")
 
     def __init__(self, head: str, run: str | None, literal: str = "") -> None:
         self.head = regex.compile(head, regex.DOTALL)
         self.run = None if run is None else regex.compile(run, regex.DOTALL)
         self.literal = literal
+        # The one character the run stops at (a run `[^<]*`), which `in` finds faster than
+        # the run's pattern tells a run (inkling's sink, 4-character chunks of prose), or None.
+        stops = None if run is None else _negated_class(run)
+        self.stop = stops if stops is not None and len(stops) == 1 else None
         # Whether the literal could arrive as text of the run (and then only a look for it,
         # across chunks, tells it came); otherwise its arrival breaks the run, which the
         # run test sees, and the waiting parser need not keep the text it last received.
         self.literal_in_run = bool(literal) and (
             self.run is None or self.run.fullmatch(literal) is not None
         )
+        # The stop character when nothing else tells: a chunk without it leaves the wait
+        # and its memory as they are (Scanner._scan_feed checks, before any call).
+        self.quiet = None if self.literal_in_run else self.stop
 
     def begin(self, buf: str, start: int) -> str | None:
         if self.run is not None and self.run.fullmatch(buf, start) is None:
@@ -58,7 +74,11 @@ class HeldRun:
         return _last(buf, len(self.literal) - 1) if self.literal_in_run else ""
 
     def follow(self, text: str, recent: str) -> str | None:
-        if self.run is not None and self.run.fullmatch(text) is None:
+        stop = self.stop
+        if stop is not None:
+            if stop in text:
+                return None
+        elif self.run is not None and self.run.fullmatch(text) is None:
             return None
         if not self.literal_in_run:
             return recent
@@ -100,6 +120,7 @@ class HeldObject:
 
     __slots__ = ("head", "later", "required")
     run = None  # no run of one character class (see HeldRun)
+    quiet = None  # (see HeldRun)
     literal = "}"  # no complete match without it (CompiledParser.finalize)
 
     def __init__(self, head: str, required: str = "") -> None:
@@ -212,6 +233,164 @@ def _nesting(text: str, pos: int, depth: int, where: int) -> tuple[int, int] | N
             if depth == 0:
                 return None
     return depth, where
+
+
+class BrokenRun:
+    r"""Where a scan of a state holds its text back, told without the scan, for a state
+    whose patterns all wait on one kind of run: each is HEAD + [^B]* + LITERAL, with the
+    same HEAD, empty or an optional literal, and the same run, every LITERAL and HEAD's
+    literal starting with a character of B, the breaks (inkling's sink, whose opens are
+    `(?:<\|message_model\|>)?[^<]*<\|content_text\|>` and two more alike).
+
+    A match, complete or partial, that takes in a break takes it as the start of a LITERAL
+    or of a piece of one at the buffer's end, or within HEAD's literal: from a break, the
+    text is one of the `leads` (each LITERAL, and HEAD's literal from each of its breaks)
+    or a piece of one. Where no break of the text is, no match takes a break in: none is
+    complete (a LITERAL starts with one), and a partial one runs into the buffer's end, so
+    it starts after the last break, where one does start (HEAD empty, then the run). A
+    scan step from the start of the text then routes everything up to that place and
+    holds the rest: `hold` tells where, in O(len(text)), instead of a search per pattern
+    (4-character chunks of text dense in `<`: each chunk with a `<` cost a scan of 20 us).
+    The scan needs no left context for this (the parser's CONTEXT is 0), and the held run
+    then waits on the first pattern's run, as the scan would (`wait`).
+    """
+
+    __slots__ = (
+        "stop",
+        "breaks",
+        "leads",
+        "width",
+        "pieces",
+        "literal_pieces",
+        "opener_pieces",
+        "wait",
+    )
+
+    def __init__(self, breaks: str, literals: list[str], opener: str, wait: HeldRun) -> None:
+        self.stop = breaks if len(breaks) == 1 else None
+        self.breaks = re.compile(f"[{re.escape(breaks)}]")
+        # What a break can start in a match: a LITERAL, or HEAD's literal from one of its
+        # breaks on.
+        interior = [opener[at:] for at, char in enumerate(opener) if char in breaks]
+        leads = tuple(dict.fromkeys(literals + interior))
+        self.leads = leads
+        self.width = max(map(len, leads))
+        # Every piece of a lead, the lead included (a short rest after a break is one).
+        self.pieces = frozenset(lead[:end] for lead in leads for end in range(1, len(lead) + 1))
+        self.literal_pieces = frozenset(
+            literal[:end] for literal in literals for end in range(1, len(literal))
+        )
+        self.opener_pieces = frozenset(opener[:end] for end in range(1, len(opener)))
+        self.wait = wait
+
+    @classmethod
+    def of(cls, patterns: tuple[Any, ...]) -> BrokenRun | None:
+        """The shape of a state's `patterns` (RegexDelimiters), or None if they do not have it."""
+        shapes = set()
+        literals: list[str] = []
+        for delim in patterns:
+            if len(delim.runs) != 1 or delim.pattern.flags & (regex.IGNORECASE | regex.REVERSE):
+                return None
+            held = delim.runs[0]
+            if held.run is None or not held.literal:
+                return None
+            whole = delim.pattern.pattern
+            start = held.head.pattern + held.run.pattern
+            if not whole.startswith(start) or _literal(whole[len(start) :]) != held.literal:
+                return None
+            shapes.add((held.head.pattern, held.run.pattern))
+            literals.append(held.literal)
+        if len(shapes) != 1:
+            return None
+        head, run = shapes.pop()
+        breaks = _negated_class(run)
+        opener = "" if not head else _optional_literal(head)
+        if not breaks or opener is None or (opener and opener[0] not in breaks):
+            return None
+        if any(literal[0] not in breaks for literal in literals):
+            return None
+        return cls(breaks, literals, opener, patterns[0].runs[0])
+
+    def hold(self, text: str) -> tuple[int, bool] | None:
+        """Where a scan step from the start of `text` holds back its end, when no match is
+        complete, and whether what it holds is a run (which waits); None when a break may
+        start a complete match, or nothing would be held: only the scan can tell then.
+
+        A break may start a piece of a lead that runs to the end of `text`: a partial match
+        then starts after the break before it, through a run, when the piece is one of a
+        LITERAL; on the break itself when it is one of HEAD's literal alone."""
+        stop = self.stop
+        at = text.find(stop) if stop is not None else self._next_break(text, 0)
+        if at == -1:
+            return (0, True) if text else None
+        leads, pieces, width = self.leads, self.pieces, self.width
+        last = -1
+        while at != -1:
+            rest = text[at : at + width]
+            if rest.startswith(leads):
+                return None
+            if rest in pieces:  # (so it runs to the end: a piece shorter than a lead)
+                # A partial match starts here at the latest, so no later break matters.
+                if rest in self.literal_pieces:
+                    return last + 1, False
+                return (at, False) if rest in self.opener_pieces else None
+            last = at
+            at = text.find(stop, at + 1) if stop is not None else self._next_break(text, at + 1)
+        return None if last + 1 == len(text) else (last + 1, True)
+
+    def _next_break(self, text: str, start: int) -> int:
+        """Where the first break at or after `start` is in `text`, or -1."""
+        found = self.breaks.search(text, start)
+        return -1 if found is None else found.start()
+
+
+def _parsed(pattern: str) -> Any:
+    """`pattern` as the standard library's regex parser reads it, or None if it does not."""
+    try:
+        return _sre_parse.parse(pattern).data
+    except Exception:  # not a pattern the standard library reads: its shape is not known
+        return None
+
+
+def _literal(pattern: str) -> str | None:
+    """The one text `pattern` matches, when it is a literal (escapes allowed), else None."""
+    items = _parsed(pattern)
+    if items is None or any(kind is not _sre_constants.LITERAL for kind, _ in items):
+        return None
+    return "".join(chr(char) for _, char in items)
+
+
+def _repeated(pattern: str, high: Any) -> Any:
+    """The parsed PART of a pattern `(?:PART){0,high}` (`PART*` for MAXREPEAT), or None
+    if it is not one."""
+    items = _parsed(pattern)
+    if items is None or len(items) != 1 or items[0][0] is not _sre_constants.MAX_REPEAT:
+        return None
+    low, top, body = items[0][1]
+    return body if (low, top) == (0, high) else None
+
+
+def _negated_class(run: str) -> str | None:
+    """The characters of a run `[^...]*` of a negated set of characters, or None."""
+    body = _repeated(run, _sre_constants.MAXREPEAT)
+    if body is None or len(body) != 1:
+        return None
+    kind, value = body[0]
+    if kind is _sre_constants.NOT_LITERAL:
+        return chr(value)
+    if kind is not _sre_constants.IN or not value or value[0][0] is not _sre_constants.NEGATE:
+        return None
+    if any(item is not _sre_constants.LITERAL for item, _ in value[1:]):
+        return None
+    return "".join(chr(char) for _, char in value[1:])
+
+
+def _optional_literal(head: str) -> str | None:
+    """The literal of a HEAD `(?:LITERAL)?`, or None if it is not one."""
+    body = _repeated(head, 1)
+    if not body or any(kind is not _sre_constants.LITERAL for kind, _ in body):
+        return None
+    return "".join(chr(char) for _, char in body)
 
 
 def _last(text: str, count: int) -> str:

@@ -9,6 +9,7 @@ and collide, which is where scanners go wrong.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 from hypothesis import strategies as st
@@ -406,3 +407,48 @@ def anchored_templates(draw: Any) -> tuple[dict[str, Any], list[str], list[str]]
         literals.append(close)
     template["fields"][name] = field
     return template, literals, [*samples, *pattern_samples]
+
+
+@st.composite
+def broken_run_templates(draw: Any) -> tuple[dict[str, Any], list[str], list[str]]:
+    """Templates whose start state's opens are all HEAD + [^B]* + LITERAL, with one HEAD
+    (empty, or an optional literal) and one run, each literal starting with a break (a
+    character of B): the shape runtime.waiting.BrokenRun reads (inkling's sink). Samples
+    are pieces of HEAD's literal, breaks and runs, so outputs break runs everywhere."""
+    breaks = draw(st.sampled_from(["<", "<\n", "<[", "|"]))
+    first, last = breaks[0], breaks[-1]
+    opener = draw(st.sampled_from(["", first + "|m|>", first + "m" + last + "x>", last + "h"]))
+    head = f"(?:{re.escape(opener)})?" if opener else ""
+    run = "[^" + "".join("\\" + char if char in "\\]^-[" else char for char in breaks) + "]*"
+    names = draw(
+        st.lists(
+            st.sampled_from(["content", "thinking", "tool_calls"]),
+            min_size=1,
+            max_size=3,
+            unique=True,
+        )
+    )
+    kinds = [first + "|a|>", first + "|ab|>", last + "b>", first + "|a", first + last, last + "x"]
+    literals: list[str] = []
+    fields: dict[str, Any] = {}
+    implicit = draw(st.booleans()) and len(names) > 1
+    for index, name in enumerate(names):
+        field: dict[str, Any] = {}
+        if not (implicit and index == 0):
+            literal = draw(st.sampled_from(kinds))
+            literals.append(literal)
+            field["open_pattern"] = head + run + re.escape(literal)
+            close = draw(st.sampled_from(["<|e|>", "</x>", "\n\n", first + "e"]))
+            field["close"] = close
+            literals.append(close)
+        field["repeats"] = True
+        if name == "tool_calls":
+            field["content"] = "json"
+        fields[name] = field
+    template = {"fields": fields, "start_anchor": opener or "<|s|>"}
+    if opener:
+        literals.append(opener)
+    samples = [breaks, first * 2, "xy", " z", '{"a": 1}'] + [
+        opener[:cut] for cut in range(1, len(opener))
+    ]
+    return template, literals, samples

@@ -753,11 +753,9 @@ def test_a_held_json_object_wakes_where_its_pattern_completes(text: str, cut: in
         # in a state with no fast path (inkling's sink: `[^<]*` leads its opens) a hold a
         # scan leaves waits;
         ("inkling", "Some text before a region", True),
-        # ... but a hold that chunks go on (Scanner._still_held) only waits on a look-ahead's
-        # literal or an object, not a run: a message header arriving in 4-character chunks
-        # tried three run waits a chunk that could not start (3 us of 3.5). A header followed
-        # by a run waits once the hold is WAIT_AFTER long.
-        ("inkling", "<|message_model|>Some text before its kind", False),
+        # ... and so does a message header followed by a run: its pieces are held without a
+        # scan (waiting.BrokenRun), and the scan of the whole header waits on the run after it.
+        ("inkling", "<|message_model|>Some text before its kind", True),
     ],
 )
 def test_which_short_holds_wait(name: str, text: str, waits: bool) -> None:

@@ -9,7 +9,14 @@ from differential import accepted_parser, check, reference_trace, shrunk_thresho
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import examples
-from strategies import anchored_templates, chunkings, outputs_for, prefixes, templates
+from strategies import (
+    anchored_templates,
+    broken_run_templates,
+    chunkings,
+    outputs_for,
+    prefixes,
+    templates,
+)
 from transformers.utils.chat_parsing.response_templates import load_response_template
 
 import runtime.automaton
@@ -29,6 +36,24 @@ def test_start_only_and_look_behind_led_patterns_match_reference(data: Any) -> N
     """Patterns read apart (a `^` branch that is dead past the stream's first position, a
     run behind look-behinds), in the start state, whatever else the template watches."""
     check_drawn(data, anchored_templates())
+
+
+@given(data=st.data())
+@settings(max_examples=examples(300))
+def test_runs_a_chunk_breaks_are_held_as_the_reference_holds_them(data: Any) -> None:
+    """Opens that are all HEAD + [^B]* + LITERAL (inkling's sink): where a scan holds
+    their text back is told without one (runtime.waiting.BrokenRun), chunk by chunk,
+    with the parser's thresholds as they are and shrunk (every hold waits)."""
+    drawn = accepted_parser(data, broken_run_templates())
+    assert drawn is not None
+    template, literals, samples, parser = drawn
+    assert parser.START.broken_run is not None, "the template has the shape"
+    for round_ in range(2):
+        output = data.draw(outputs_for(literals, samples, 20), label=f"output{round_}")
+        chunks = data.draw(chunkings(output), label="chunks")
+        check(template, parser, "", chunks)
+        with shrunk_thresholds(parser):
+            check(template, parser, "", chunks)
 
 
 def check_drawn(data: Any, drawn_templates: Any) -> None:
