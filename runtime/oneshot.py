@@ -60,10 +60,10 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
     pos = size0
     # The progress rule (runtime.scanner): the configurations seen at this position.
     seen_at = -1
-    seen: list[tuple[object, bool]] = []
+    seen: list[tuple[object, bool, int]] = []
     try:
         while True:
-            configuration = (state, opened)
+            configuration = (state, opened, p._opened_at if opened else -1)
             if pos != seen_at:
                 seen_at = pos
                 seen = [configuration]
@@ -108,6 +108,10 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
                 )
             pos = p._pos = end
             if best is None or delim.kind != OPEN:  # a close, or the end: close the region
+                # A region with no text at all (opened where this zero-width close is) that
+                # fails: lenient modes step past it (as Scanner._process does).
+                empty = start == end and opened and p._opened_at == origin + start
+                failures = len(p._errors)
                 if opened:
                     # A tool call cut off at the end (finalize(truncated=True)) fails.
                     cut = (
@@ -124,6 +128,9 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
                         if best is None:
                             p._close_current(events)
                             return
+                        if empty and len(p._errors) > failures:
+                            p._step_past_failure(events, buf)
+                            pos = p._pos
                         state, opened, parts = p._state, p._opened, p._parts
                         continue
                 parts = p._parts  # (the close may have joined the chunks: Regions._body)
@@ -136,6 +143,9 @@ def _scan(p: Regions, text: str, events: list[Event]) -> None:
                 opened = p._opened = False
                 if best is None:
                     return
+                if empty and len(p._errors) > failures:  # (on_error="keep_raw")
+                    p._step_past_failure(events, buf)
+                    pos, opened, parts = p._pos, p._opened, p._parts
                 continue
             # An open: the implicit region (or the sink) closes, the field's region opens.
             if opened:

@@ -272,6 +272,23 @@ class Regions(Scanner):
         events.append({"type": "region_close", "field": field, "value": raw})
         return False
 
+    def _step_past_failure(self, events: list[Event], buf: str) -> None:
+        r"""on_error="keep_raw" or "content", after a close that failed a region with no text
+        at all: a zero-width open and a zero-width close at one place, such as
+        pythonic's `[a.b(x=1)][c.d(y=2)]`, whose second list opens where the close
+        `(?<=\)\])\s*` matches at once, looking behind at the first list's end. The scan is
+        back where that region opened, in the implicit region (or the null sink), where
+        the same open matches again and the region fails again: the progress rule would
+        stop the scan there, and the rest of the output would reach no region. The
+        character there goes to the implicit region as text instead (the null sink drops
+        it), and the scan goes on after it. Whatever came before, the failure and this
+        step come at the same place, so the chunking does not change where the text goes.
+        Nothing is left to step past at the end of the buffer: there the scan ends."""
+        pos = self._pos
+        if pos < len(buf):
+            self._accumulate(events, buf[pos])
+            self._pos = pos + 1
+
     def _recover_as_text(
         self, events: list[Event], field: str, described: dict[str, str], text: str
     ) -> None:
@@ -301,6 +318,8 @@ class Regions(Scanner):
         self._opened = False
         if implicit.field is None:  # no implicit field: the text is reported, not kept
             return
+        if not text and undo is None:  # a region with no text (an empty open and close)
+            return  # gives the implicit region none: it does not open for it
         offset = self._opened_at
         self._accumulate(events, text)
         self._opened_at = offset

@@ -1,4 +1,4 @@
-"""The window and the scan loop: what a parser holds back, and how it finds delimiters.
+r"""The window and the scan loop: what a parser holds back, and how it finds delimiters.
 
 A parser routes generated text to the open region of its current state. This half of
 it decides where regions open and close: it keeps the held-back text (`_pending`: text
@@ -15,12 +15,17 @@ Two things differ from the reference by design and change no event:
 - the progress rule below, which stops where the reference would loop forever.
 
 Progress rule: within one feed() or finalize() call, the scan loop never revisits a
-configuration (position, state, opened). The reference's next step is a function of that
-configuration, so a repeat means it would cycle forever (zero-width delimiters, e.g. an
-open_pattern and close_pattern that are both `$`). We stop at the repeat. The reference's
-own rule, which ends the loop after a zero-width close of a region that never opened, is
-the one case of this it handles itself; the text from that position on stays unrouted
-there too.
+configuration (position, state, whether its region opened, and where). The reference's next
+step is a function of that configuration, so a repeat means it would cycle forever
+(zero-width delimiters, e.g. an open_pattern and close_pattern that are both `$`). We stop
+at the repeat. Where the region opened is part of it: a region that closes here and one
+that then opens and closes here, empty, differ in what their close parses, and the second
+may fail where the first did not (a close `(?<=\})\s*` after `{"a": 1}{`). The
+reference's own rule, which ends the loop after a zero-width close of a region that never
+opened, is the one case of this it handles itself; the text from that position on stays
+unrouted there too. In the lenient modes a region that fails with no text at all (a
+zero-width open and close) would make such a cycle: the scan moves on past the
+character where it opened instead (Regions._step_past_failure), so that no text is lost.
 """
 
 from __future__ import annotations
@@ -69,8 +74,11 @@ class Scanner:
     CONTEXT: ClassVar[int | None] = 0
     # Held-back text this long is checked for a match only a known text can change.
     WAIT_AFTER: ClassVar[int] = WAIT_AFTER
-    # The open region's latest chunks (runtime.regions keeps them).
+    # The open region's latest chunks, and what the lenient modes recovered from
+    # (runtime.regions keeps them).
     _parts: list[str]
+    _errors: list[dict[str, Any]]
+    _opened_at: int  # (where the open region opened)
 
     def _start_scanning(self, regex_timeout: float | None) -> None:
         """The window of a parser nothing has been fed to, in its start state."""
@@ -498,14 +506,17 @@ class Scanner:
             memo[self._unmatched] = None
             self._unmatched = None
         seen_at = -1
-        seen: list[tuple[State, bool]] = []
+        seen: list[tuple[State, bool, int]] = []
         committed = False  # whether a step of this loop committed a match
         self._settled = False
         self._held_by = None  # set again below if this scan holds text for a pattern
         while True:
             state = self._state
             pos = self._pos
-            configuration = (state, self._opened)
+            # (A region is told by where it opened: one that ends here and one that opens
+            # and ends here are not the same, and only the second may fail to parse.)
+            opened = self._opened
+            configuration = (state, opened, self._opened_at if opened else -1)
             if pos != seen_at:
                 seen_at = pos
                 seen = [configuration]
@@ -561,7 +572,14 @@ class Scanner:
                     # configuration: the progress rule ends the call there, as the reference does.
                     # One at the very end of a truncated output closes what was cut off.
                     cut = eos and self._truncated and start == end == size
+                    # A region with no text at all: opened where this zero-width close is.
+                    empty = (
+                        start == end and self._opened_at == self._received() + self._base + start
+                    )
+                    failures = len(self._errors)
                     self._close_current(events, buf[start:end], cut=cut)
+                    if empty and len(self._errors) > failures:  # it failed: lenient modes
+                        self._step_past_failure(events, buf)
                 committed = True
                 continue
 
@@ -589,6 +607,11 @@ class Scanner:
 
     def _chunk(self, text: str) -> Event:
         """Route `text` to the open region, which is a field's: its region_chunk event."""
+        raise NotImplementedError
+
+    def _step_past_failure(self, events: list[Event], buf: str) -> None:
+        """After a lenient close that failed a region with no text at all: move the scan
+        past the place where it opened."""
         raise NotImplementedError
 
     def _received(self) -> int:

@@ -281,3 +281,37 @@ def test_a_pending_json_object_is_held_as_the_reference_holds_it(data: Any) -> N
     with shrunk_thresholds(parser):
         check(template, parser, "", chunks)
     check(template, parser, "", chunks)
+
+
+# Zero-width opens where a look-behind close ends the region before (pythonic, llama3_json).
+ADJACENT_FRAGMENTS = ['{"a": 1}', "{}", "{", "}", " ", ";", "x", '{"b": [2]}', "\n"]
+
+
+@given(data=st.data())
+@settings(max_examples=examples(300))
+def test_a_region_opening_where_the_last_one_closed_ends_as_the_reference_ends_it(
+    data: Any,
+) -> None:
+    """An open `(?=\\{)` and a close that looks behind at `}`: after `{"a": 1}`, the close
+    that ends a region also matches at once in the next one, which opens where the first
+    closed. That region is empty: its JSON fails where the reference's does, in the same
+    feed, however the output is cut (the progress rule tells the two regions apart by
+    where they opened); with text content the reference loops, and ours stops on its path."""
+    close = data.draw(st.sampled_from([r"(?<=\})\s*", r"(?<=\})", r"(?<=\})\s*;?"]), label="close")
+    content = data.draw(st.sampled_from(["json", "text"]), label="content")
+    template = {
+        "start_anchor": "<s>",
+        "fields": {
+            "tool_calls": {
+                "open_pattern": r"(?=\{)",
+                "close_pattern": close,
+                "content": content,
+                "repeats": True,
+            },
+            "content": {},
+        },
+    }
+    parser = load_parser(template)
+    fragments = st.lists(st.sampled_from(ADJACENT_FRAGMENTS), max_size=8)
+    output = data.draw(fragments.map("".join), label="output")
+    check(template, parser, "", data.draw(chunkings(output), label="chunks"))

@@ -321,3 +321,42 @@ def test_only_a_content_region_that_the_call_closed_is_resumed() -> None:
     )
     resumed = parser.parse("Hi<t>{bad</t>more", prefix="", on_error="content")
     assert resumed["c"] == "Hi<t>{bad</t>more"
+
+
+ADJACENT_LISTS = "[a.b(x=1)][c.d(y=2)] and more"
+
+
+def _two_cuts(text: str) -> list[list[str]]:
+    return [
+        [text[:first], text[first:second], text[second:]]
+        for first in range(len(text) + 1)
+        for second in range(first, len(text) + 1)
+    ]
+
+
+@pytest.mark.parametrize("name", ["pythonic", "llama4_pythonic"])
+@pytest.mark.parametrize("on_error", ["raise", "keep_raw", "content"])
+def test_a_region_that_fails_where_it_would_open_again_loses_no_text(
+    name: str, on_error: str
+) -> None:
+    """Two call lists with nothing between them: the second opens where the close
+    `(?<=\\)\\])\\s*` matches at once (it looks behind at the first list's end), so its region
+    is empty and fails to parse. Strict mode raises there. The lenient modes record the
+    failure once and go on past it (Regions._step_past_failure), so the rest is content, not
+    lost after the progress rule's stop; cut anywhere, the output gives the same."""
+    parser_cls = importlib.import_module(f"generated.{name}").Parser
+    if on_error == "raise":
+        with pytest.raises(FieldParseError) as raised:
+            parser_cls.parse(ADJACENT_LISTS, prefix="")
+        assert raised.value.offset == len("[a.b(x=1)]")
+        return
+    whole = parser_cls.parse(ADJACENT_LISTS, prefix="", on_error=on_error)
+    assert whole["content"] == "[c.d(y=2)] and more"
+    assert whole["tool_calls"][0]["function"] == {"name": "a.b", "arguments": {"x": 1}}
+    (error,) = whole["parse_errors"]
+    assert error["offset"] == len("[a.b(x=1)]") and error["raw"] == ""
+    for chunks in _two_cuts(ADJACENT_LISTS):
+        parser = parser_cls("", on_error=on_error)
+        for chunk in chunks:
+            parser.feed(chunk)
+        assert parser.finalize()[0] == whole, chunks

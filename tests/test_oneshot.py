@@ -21,8 +21,9 @@ import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
 from differential import accepted_parser, canon, reference_trace, shrunk_thresholds
 from fixtures import ON_ERROR, load_fixtures
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from profiles import examples
 from strategies import chunkings, outputs_for, prefixes, templates
 
 from compiler import load_parser
@@ -281,3 +282,19 @@ def test_random_templates_end_alike_through_either_loop(data: Any) -> None:
     _, parser, output, prefix = case
     with maybe_shrunk(data, parser):
         check_ending(parser, prefix, output, data)
+
+
+@pytest.mark.parametrize("name", entry_names())
+@given(data=st.data())
+@settings(max_examples=examples(40))
+def test_lenient_modes_give_one_message_however_the_output_is_cut(name: str, data: Any) -> None:
+    """Under on_error="keep_raw" and "content" an output in the entry's format gives, fed in
+    any chunks, the message parse() gives: recovering from a failed region, whatever its
+    text, neither depends on the chunking nor loses the text after it."""
+    _, parser, output, prefix, tools = catalog_case(name, data)
+    on_error = data.draw(st.sampled_from(["keep_raw", "content"]), label="on_error")
+    whole = parser.parse(output, prefix=prefix, tools=tools, on_error=on_error)
+    streamed = parser(prefix, tools=tools, on_error=on_error)
+    for chunk in data.draw(chunkings(output), label="chunks"):
+        streamed.feed(chunk)
+    assert streamed.finalize()[0] == whole
