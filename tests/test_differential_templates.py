@@ -50,10 +50,14 @@ def test_runs_a_chunk_breaks_are_held_as_the_reference_holds_them(data: Any) -> 
     assert parser.START.broken_run is not None, "the template has the shape"
     for round_ in range(2):
         output = data.draw(outputs_for(literals, samples, 20), label=f"output{round_}")
+        prefix = data.draw(
+            st.one_of(st.just(""), prefixes(template, outputs_for(literals, samples, 3))),
+            label="prefix",
+        )
         chunks = data.draw(chunkings(output), label="chunks")
-        check(template, parser, "", chunks)
+        check(template, parser, prefix, chunks)
         with shrunk_thresholds(parser):
-            check(template, parser, "", chunks)
+            check(template, parser, prefix, chunks)
 
 
 def check_drawn(data: Any, drawn_templates: Any) -> None:
