@@ -316,9 +316,11 @@ class BrokenRun:
         complete, and whether what it holds is a run (which waits); None when a break may
         start a complete match, or nothing would be held: only the scan can tell then.
 
-        A break may start a piece of a lead that runs to the end of `text`: a partial match
-        then starts after the break before it, through a run, when the piece is one of a
-        LITERAL; on the break itself when it is one of HEAD's literal alone."""
+        A break may start a piece of a lead that runs to the end of `text`, with no break
+        after it: a partial match then starts after the break before it, through a run, when
+        the piece is one of a LITERAL; on the break itself when it is one of HEAD's literal
+        alone. (Where a break follows, it may start a complete match, which `regex`'s
+        partial search returns before an earlier partial one.)"""
         stop = self.stop
         at = text.find(stop) if stop is not None else self._next_break(text, 0)
         if at == -1:
@@ -330,7 +332,14 @@ class BrokenRun:
             if rest.startswith(leads):
                 return None
             if rest in pieces:  # (so it runs to the end: a piece shorter than a lead)
-                # A partial match starts here at the latest, so no later break matters.
+                # A later break in the piece may start a complete match, which a partial
+                # search returns before an earlier partial one (`<m\nx` with HEAD
+                # `(?:<m\nx>)?` and LITERAL `\nx`): the scan tells.
+                later = (
+                    text.find(stop, at + 1) if stop is not None else self._next_break(text, at + 1)
+                )
+                if later != -1:
+                    return None
                 if rest in self.literal_pieces:
                     return last + 1, False
                 return (at, False) if rest in self.opener_pieces else None

@@ -60,6 +60,25 @@ def test_runs_a_chunk_breaks_are_held_as_the_reference_holds_them(data: Any) -> 
             check(template, parser, prefix, chunks)
 
 
+def test_a_complete_match_inside_a_held_piece_is_found() -> None:
+    """`<m\nx` is a piece of HEAD's literal `<m\nx>`, and holds a complete LITERAL `\nx`
+    after its first break: `regex` returns that complete match before the earlier partial
+    one, so the reference routes `<` and holds from `m`. A held piece with a break after
+    its first goes to the scan (waiting.BrokenRun.hold)."""
+    template = {
+        "start_anchor": "<|s|>",
+        "fields": {
+            "content": {"repeats": True},
+            "thinking": {"open_pattern": "(?:<m\nx>)?[^<\n]*\nx", "close": "<|e|>"},
+        },
+    }
+    parser = load_parser(template)
+    assert parser.START.broken_run is not None
+    for output in ("<m\nx", "a<m\nx", "<m\nxy<|e|>", "<m\n"):
+        for cut in range(len(output) + 1):
+            check(template, parser, "", [output[:cut], output[cut:]])
+
+
 def check_drawn(data: Any, drawn_templates: Any) -> None:
     """A drawn template's parser against the reference, on three drawn outputs."""
     template, literals, samples = data.draw(drawn_templates, label="template")
