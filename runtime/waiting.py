@@ -245,9 +245,10 @@ class BrokenRun:
     A match, complete or partial, that takes in a break takes it as the start of a LITERAL
     or of a piece of one at the buffer's end, or within HEAD's literal: from a break, the
     text is one of the `leads` (each LITERAL, and HEAD's literal from each of its breaks)
-    or a piece of one. Where no break of the text is, no match takes a break in: none is
-    complete (a LITERAL starts with one), and a partial one runs into the buffer's end, so
-    it starts after the last break, where one does start (HEAD empty, then the run). A
+    or a piece of one. Where no break of the text starts a lead or a piece of one, no match
+    takes a break in: none is complete (a LITERAL starts with one), and a partial one runs
+    into the buffer's end, so it starts after the last break, where one does start (HEAD
+    empty, then the run). A
     scan step from the start of the text then routes everything up to that place and
     holds the rest: `hold` tells where, in O(len(text)), instead of a search per pattern
     (4-character chunks of text dense in `<`: each chunk with a `<` cost a scan of 20 us).
@@ -354,11 +355,15 @@ class BrokenRun:
 
 
 def _parsed(pattern: str) -> Any:
-    """`pattern` as the standard library's regex parser reads it, or None if it does not."""
+    """`pattern` as the standard library's regex parser reads it, or None if it does not,
+    or sets a flag that changes what its characters match (`(?i)`)."""
     try:
-        return _sre_parse.parse(pattern).data
+        parsed = _sre_parse.parse(pattern)
     except Exception:  # not a pattern the standard library reads: its shape is not known
         return None
+    if parsed.state.flags & ~(re.UNICODE | re.DOTALL | re.MULTILINE | re.VERBOSE):
+        return None
+    return parsed.data
 
 
 def _literal(pattern: str) -> str | None:
