@@ -158,6 +158,9 @@ PATTERNS: list[tuple[str, list[str]]] = [
     # (llama3_json's `(?<=\}\s*;?\s*)(?=\{...)`, pythonic's `(?=\[...)`).
     (r"(?:<p6>\s*|(?<=\}\s*))(?=\{\w)", ["<p6> {a", "} {b", "}{", "{c", "<p6>"]),
     (r"(?<=[;)])(?=\[X)", [";[X", ")[X]", "[X", ";["]),
+    # A close that looks behind at the text before it: after a zero-width open it matches
+    # at once where the last region ended (runtime.scanner, "Progress rule").
+    (r"(?<=\})\s*", ["}", "} ", "{a}{", "}\n"]),
     (r"<y>(?!!)", ["<y>", "<y>!"]),
     (r"(?i)<ci>", ["<CI>", "<ci>"]),
     (r"\p{Lu}+:", ["AB:", "É:"]),
