@@ -129,7 +129,8 @@ class CompiledParser(Regions):
         self._truncated = truncated
         if self._waiting is not None:
             # Still waiting: the literal that could complete the held match never came, so
-            # at the end of stream that delimiter has no match (no need to search for one).
+            # at the end of stream that delimiter has no match (no need to search for one:
+            # no other match could be complete when the wait began, RegexDelimiter.waits).
             wait, _, delim = self._waiting
             if wait.literal:
                 self._unmatched = delim

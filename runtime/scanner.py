@@ -421,11 +421,16 @@ class Scanner:
         with a fast path, only a wait with no run (a look-ahead's literal, a JSON object's
         close), as the fast path holds short runs itself; in one without, every chunk comes
         here, and any wait spares each a rescan: inkling's sink, 4-character chunks of
-        prose, 1.26 -> 1.14 us a chunk). With `runs` False, never a wait on a run."""
+        prose, 1.26 -> 1.14 us a chunk). With `runs` False, never a wait on a run.
+
+        The pattern whose pending match the scan (or `_still_held`) found holding the text
+        (`_held_by`) is known to be pending there; another is asked (RegexDelimiter.waits)."""
         state = self._state
         runs = runs and (long or not state.fast)
+        held_by = self._held_by
+        holder = None if held_by is None else held_by[1]
         for delim in state.patterns:
-            found = delim.waits(buf, hold, runs)
+            found = delim.waits(buf, hold, runs, pending=delim is holder)
             if found is not None:
                 self._waiting = (*found, delim)
                 return

@@ -73,6 +73,18 @@ class HeldRun:
             return None
         return _last(buf, len(self.literal) - 1) if self.literal_in_run else ""
 
+    def only_held(self, buf: str, hold: int, start: int) -> bool:
+        """Once `begin` took HEAD's match from `hold` to `start`: whether no match but the
+        held one can be complete in `buf` from `hold` on, as the text tells. So it is when
+        HEAD matched nothing (a match beginning later lies in the run, where REST cannot
+        begin), or when LITERAL, which every complete match holds, is nowhere in HEAD's
+        match (nor after it: `begin`). Otherwise one beginning inside HEAD's match may be."""
+        if start == hold:
+            return True
+        return (
+            bool(self.literal) and buf.find(self.literal, hold, start + len(self.literal) - 1) == -1
+        )
+
     def follow(self, text: str, recent: str) -> str | None:
         stop = self.stop
         if stop is not None:
@@ -138,6 +150,11 @@ class HeldObject:
             return None
         memory = PendingObject(*nesting, buf[start:])
         return memory if self._search_later(memory) else None
+
+    def only_held(self, buf: str, hold: int, start: int) -> bool:
+        """True (see HeldRun): HEAD consumes no `{`, so a match beginning inside HEAD's
+        match has the held object as its own, which has not closed."""
+        return True
 
     def follow(self, text: str, memory: PendingObject) -> PendingObject | None:
         if memory.where != _STRING or '"' in text or "\\" in text:  # (else: a string goes on)

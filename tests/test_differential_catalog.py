@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from profiles import examples
 from strategies import chunkings, outputs_for, prefixes
+from transformers.utils.chat_parsing import ResponseParser
 
 from compiler.catalog import entry_names, load_entry
 from compiler.spec import uses_extensions
@@ -73,11 +74,63 @@ def test_the_catalog_has_extension_entries() -> None:
     assert EXTENDED, "no catalog entry uses an extension, so nothing below runs"
 
 
+# The keys of a field that say where its regions are, all v1.
+DELIMITER_KEYS = ("open", "close", "open_pattern", "close_pattern", "repeats")
+
+
+def delimiters_of(template: dict[str, Any]) -> dict[str, Any]:
+    """A v1 template with `template`'s delimiters alone (text content, no extension), which
+    the reference loads: where it puts regions is where an extension template's are."""
+    fields = {}
+    for field_name, spec in template["fields"].items():
+        field = {key: spec[key] for key in DELIMITER_KEYS if key in spec}
+        field["content"] = "text"
+        field["transform"] = "{content}"  # (the reference wants one where a pattern captures)
+        fields[field_name] = field
+    shadow = {"fields": fields}
+    if "start_anchor" in template:
+        shadow["start_anchor"] = template["start_anchor"]
+    return shadow
+
+
+def reference_regions(template: dict[str, Any], prefix: str, chunks: list[str]) -> Any:
+    """The regions the reference cuts the output into, fed `chunks`: (field, text) each."""
+    try:
+        parser = ResponseParser(template, prefix=prefix)
+        events = list(parser.initial_events)
+        for chunk in chunks:
+            events += parser.feed(chunk)
+        events += parser.finalize()[1]
+    except Exception as error:  # the class is the observation
+        return type(error)
+    return regions_of(events)
+
+
+def regions_of(events: list[dict[str, Any]]) -> list[tuple[Any, str]]:
+    """The regions of a stream's events, in order: (field, text) each."""
+    regions: list[tuple[Any, str]] = []
+    for event in events:
+        if event["type"] == "region_open":
+            regions.append((event["field"], ""))
+        elif event["type"] == "region_chunk":
+            regions[-1] = (event["field"], regions[-1][1] + event["text"])
+    return regions
+
+
+def test_delimiters_of_every_extension_entry_load_in_the_reference() -> None:
+    for name in EXTENDED:
+        template = load_entry(name).data["response_template"]
+        ResponseParser(delimiters_of(template), prefix="")
+
+
 @pytest.mark.parametrize("name", EXTENDED)
 @given(data=st.data())
 def test_extension_entries_parse_the_same_under_any_chunking(name: str, data: Any) -> None:
     """No reference loads extension templates: every chunking must give the message (or the
-    exception class) that one-shot parsing gives."""
+    exception class) that one-shot parsing gives, unless the reference itself puts the
+    regions elsewhere when the output comes cut so (docs/design.md, Traps: a complete match
+    that its partial search returns before an earlier partial one; llama3_json's `{` of an
+    unclosed call, then a whole `<|python_tag|>{...}` in the same chunk)."""
     entry = load_entry(name)
     template = entry.data["response_template"]
     parser = importlib.import_module(f"generated.{name}").Parser
@@ -91,6 +144,35 @@ def test_extension_entries_parse_the_same_under_any_chunking(name: str, data: An
         st.sampled_from(["", *sorted(entry.generation_prompt.values())]), label="prefix"
     )
     tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
-    assert final_outcome(
-        parser, prefix, data.draw(chunkings(output), label="chunks"), tools
-    ) == final_outcome(parser, prefix, [output], tools)
+    chunks = data.draw(chunkings(output), label="chunks")
+    streamed = final_outcome(parser, prefix, chunks, tools)
+    whole = final_outcome(parser, prefix, [output], tools)
+    if streamed != whole:
+        delimiters = delimiters_of(template)
+        assert reference_regions(delimiters, prefix, chunks) != reference_regions(
+            delimiters, prefix, [output]
+        ), (streamed, whole)
+
+
+def test_llama3_json_puts_regions_where_the_reference_does_when_a_cut_moves_them() -> None:
+    """An unclosed call, then a whole `<|python_tag|>{...}`: cut after the second, the open's
+    partial search returns that complete match before the unclosed one, which streamed
+    stays content; whole, the first object runs on to a `}` much later, through quotes and
+    braces in strings (found by the deep profile). The reference, given the same
+    delimiters, does both; so do we."""
+    first = '<|python_tag|>{"name": "get_time", "parameters": {}}; {"name": "get_weather", '
+    first += '"parameters": {"city": "Ber<|python_tag|>{"name": "get_time"}'
+    output = first + (
+        '<|eom_id|>{"name": "search", "parameters": {"q": "a } b { \\"c\\" <|python_tag|>", '
+        '"filter": {"x": [1, {"y": "}"}], "z": null}}}<|eot_id|>'
+    )
+    template = load_entry("llama3_json").data["response_template"]
+    delimiters = delimiters_of(template)
+    parser = importlib.import_module("generated.llama3_json").Parser
+    cut = [first, output[len(first) :]]
+    for chunks in (cut, [output]):
+        ours = parser("", on_error="keep_raw")  # (whole, the long first call does not parse)
+        events = [event for chunk in chunks for event in ours.feed(chunk)]
+        events += ours.finalize()[1]
+        assert regions_of(events) == reference_regions(delimiters, "", chunks)
+    assert reference_regions(delimiters, "", cut) != reference_regions(delimiters, "", [output])

@@ -79,6 +79,35 @@ def test_a_complete_match_inside_a_held_piece_is_found() -> None:
             check(template, parser, "", [output[:cut], output[cut:]])
 
 
+@pytest.mark.parametrize("thinking_open", ["(?:<m<x>)?[^<]*<x", "(?:<m<x>)?[^<]*(?=<)"])
+def test_a_match_inside_a_waiting_head_is_found(thinking_open: str) -> None:
+    """Fed `<m<x>`, both opens hold it all from 0 (HEAD `(?:<m<x>)?` and a run), and the
+    thinking open's partial search returns a complete match that starts inside HEAD's
+    match (`m<x` at 1; `m` with a look-ahead for `<` and no literal). So the parser must
+    not wait on that open's held match: once the tool-call open no longer holds from 0
+    (`z` ends its run) the reference opens the thinking there, and at the end of the
+    stream too (the deep profile found the second; RegexDelimiter.waits)."""
+    template = {
+        "start_anchor": "<m<x>",
+        "fields": {
+            "content": {"repeats": True},
+            "thinking": {"open_pattern": thinking_open, "close": "<|e|>", "repeats": True},
+            "tool_calls": {
+                "open_pattern": "(?:<m<x>)?[^<z]*<\\|a\\|>",
+                "close": "<|e|>",
+                "repeats": True,
+                "content": "json",
+            },
+        },
+    }
+    parser = load_parser(template)
+    for output in ("<m<x>", "<m<x>z", "<m<x>ab", "a<m<x>yz", "<m<x>z<|e|>"):
+        for cut in range(len(output) + 1):
+            check(template, parser, "", [output[:cut], output[cut:]])
+        check(template, parser, "", [output[:5], output[5:-1], output[-1:]])
+        assert parser.parse(output, prefix="").get("thinking")
+
+
 def check_drawn(data: Any, drawn_templates: Any) -> None:
     """A drawn template's parser against the reference, on three drawn outputs."""
     template, literals, samples = data.draw(drawn_templates, label="template")
