@@ -200,9 +200,11 @@ def test_a_pattern_that_holds_the_rest_makes_the_step_hold_it(template: dict[str
 def test_a_held_match_whose_check_runs_out_of_time_is_left_to_the_scan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """State.holds searches a pattern that is not cheap (deepseek_r1's `\\s*`-led call open)
-    under a bound of its own (HOLD_SECONDS); a search that runs past it leaves the chunk to
-    the scan step, which gives the same events. (Here every such search runs out of time.)"""
+    """State.holds searches a pattern that is not cheap (deepseek_r1's `\\s*`-led call open),
+    or tries its match attempts (RegexDelimiter._led_pending_at), under a bound of its own
+    (HOLD_SECONDS); a search or attempt that runs past it leaves the chunk to the scan
+    step, which gives the same events. (Here every such search and attempt runs out of
+    time.)"""
     parser_class = importlib.import_module("generated.deepseek_r1").Parser
     text = (
         "Let me check.\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_date"
@@ -225,7 +227,28 @@ def test_a_held_match_whose_check_runs_out_of_time_is_left_to_the_scan(
             raise RegexTimeout(delim._where(), runtime.automaton.HOLD_SECONDS)
         return search(delim, *args)
 
+    class OutOfTime:
+        """A delimiter's `attempts` whose attempts under HOLD_SECONDS run out of time."""
+
+        def __init__(self, delim: RegexDelimiter, pattern: Any) -> None:
+            self.delim, self.pattern = delim, pattern
+
+        def match(self, *args: Any, **options: Any) -> Any:
+            if options.get("timeout") == runtime.automaton.HOLD_SECONDS:
+                timed_out.append(self.delim)
+                raise TimeoutError
+            return self.pattern.match(*args, **options)
+
+        def search(self, *args: Any, **options: Any) -> Any:
+            return self.pattern.search(*args, **options)
+
+    attempts = RegexDelimiter.attempts
     monkeypatch.setattr(RegexDelimiter, "search", out_of_time)
+    monkeypatch.setattr(
+        RegexDelimiter,
+        "attempts",
+        property(lambda delim: OutOfTime(delim, attempts.fget(delim))),  # type: ignore[attr-defined]
+    )
     assert stream() == expected and timed_out
     assert expected[-1][0]["tool_calls"][0]["function"]["name"] == "get_date"
 
@@ -889,6 +912,10 @@ LED_PATTERNS = [
     r"[ \t]*<p1>",
     r"\s*<a>[ab]*?<k>",  # a lazy repeat after the text
     r"\s*```\s*<e>",  # a text that ends with a piece of itself (deepseek_r1's close)
+    # A partial match at `<a><a>b` from 0 and a complete one from 3; and at `<a><a>x \n<a>b`,
+    # a complete one from a place inside a run whose start the look-behind refuses.
+    r"\s*<a>(?:<a>[^c]*c|b)",
+    r"\s*<a><a>[^c]*c|(?<=\n)\s*<a>b",
 ]
 
 
@@ -896,7 +923,7 @@ LED_PATTERNS = [
 # whole texts and pieces far more often than random characters would ("```" seldom occurs
 # in random text, and it ends in its own piece "``").
 LED_FRAGMENTS = [
-    *(" ", "\n", "\t", "  ", "x", "y", "ab", "=", "/>", "</b>", ">", "name"),
+    *(" ", "\n", "\t", "  ", "x", "y", "ab", "b", "=", "/>", "</b>", ">", "name"),
     *("<t>", "<a>", "<b>", "<c=", "<d>", "<e>", "<k>", "<p1>", "```"),
     *("<", "<t", "<a", "<c", "<p", "``", "`"),
 ]
@@ -994,11 +1021,56 @@ def test_a_led_pattern_near_the_best_match_so_far_is_ruled_out_by_a_look(
         assert (None if found is None else found[:3]) == expected
 
 
+@given(**LED_CASES, later_texts=st.sampled_from([0, 1, 4, 64]))
+def test_a_led_patterns_pending_match_is_told_by_attempts_as_by_its_search(
+    pattern: str, buf: str, data: Any, later_texts: int
+) -> None:
+    """`pending_at` for a pattern led by a run (RegexDelimiter._led_pending_at: a partial
+    attempt at `pos`, then attempts at the runs before later texts, or a search where a
+    look-behind may accept a place inside a run) says what the pattern's own search from
+    `pos` says: its leftmost complete match, or else its leftmost partial one, starts at
+    `pos` and reaches the buffer's end. With few later texts allowed, or nothing from `pos`
+    on, the search decides."""
+    delimiter = led_delimiter(pattern)
+    compiled = delimiter.pattern
+    pos = data.draw(st.integers(0, len(buf)))
+    match = compiled.search(buf, pos) or compiled.search(buf, pos, partial=True)
+    expected = match is not None and match.start() == pos and match.end() == len(buf)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime.automaton, "LATER_TEXTS", later_texts)
+        attempted = delimiter._led_pending_at(buf, pos)
+        assert delimiter.pending_at(buf, pos) == expected
+    assert attempted in (None, expected)
+    if later_texts == 64 and pos < len(buf):
+        assert attempted == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "buf", "held"),
+    [
+        (r"\s*<a>(?:<a>[^c]*c|b)", "<a><a>", True),  # partial from 0, and from 3
+        (r"\s*<a>(?:<a>[^c]*c|b)", "<a><a>b", False),  # complete from 3
+        (r"\s*<a>(?:<a>[^c]*c|b)", " \n<a><a>x", True),  # from the run at 0
+        (r"\s*<a><a>[^c]*c|(?<=\n)\s*<a>b", "<a><a>x \n<a>", True),
+        # complete from 9, inside the run at 7 that the look-behind refuses
+        (r"\s*<a><a>[^c]*c|(?<=\n)\s*<a>b", "<a><a>x \n<a>b", False),
+    ],
+)
+def test_a_led_pattern_is_pending_where_no_later_match_is_complete(
+    pattern: str, buf: str, held: bool
+) -> None:
+    """The cases of the property above that its random buffers seldom hold: a held match
+    with a later one complete, which the search returns first, also from inside a run."""
+    delimiter = led_delimiter(pattern)
+    assert delimiter._led_pending_at(buf, 0) is held
+    assert delimiter.pending_at(buf, 0) is held
+
+
 def test_a_led_partial_match_may_start_before_a_whole_text() -> None:
     """A partial match that holds one of the pattern's texts whole starts in the run before
     that text, not at the end of the buffer, also where the text ends in a piece of itself."""
     delimiter = led_delimiter(LED_PATTERNS[1], repeats=0)
-    ends_in_piece = led_delimiter(LED_PATTERNS[-1], repeats=0)  # "```" ends in the piece "``"
+    ends_in_piece = led_delimiter(r"\s*```\s*<e>", repeats=0)  # "```" ends in the piece "``"
     with lead_span(0):
         for buf, start in ((" <b> nam", 0), ("x <a> <b> n", 1), ("x<b> n <b>", 6)):
             assert delimiter.search(buf, 0, False, len(buf))[:3] == (start, len(buf), True), buf

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+import pytest
 import regex
 from catalog_samples import REGEX_SAMPLES
 from fixtures import load_fixtures
@@ -20,7 +21,7 @@ from profiles import examples
 
 import runtime.automaton
 from compiler.catalog import entry_names
-from runtime.automaton import RegexDelimiter
+from runtime.automaton import IRRELEVANT, RegexDelimiter
 from runtime.branches import split
 
 PIECES = [
@@ -131,6 +132,45 @@ def test_split_search_matches_catalog_patterns(entry: tuple[Any, list[str]], dat
     parts = data.draw(st.lists(st.sampled_from([*samples, *WORDS]), max_size=6))
     buf = "".join(parts)
     check(pattern, buf, data.draw(st.integers(0, len(buf))))
+
+
+def check_in_order(pattern: Any, buf: str, positions: list[int]) -> None:
+    """Branches.search from each position in turn, with one memo over the buffer as a scan
+    keeps it (each part's match reused from an earlier search where it still lies ahead),
+    gives the pattern's match from each."""
+    branches = split(pattern)
+    if branches is None:
+        return
+    memo: dict[Any, Any] = {}
+    for pos in sorted(positions):
+        found = branches.search(buf, pos, 10.0, memo)
+        ours = None if found is None else outcome(found[2], found[0])
+        assert ours == outcome(pattern.search(buf, pos)), (pattern.pattern, buf, pos)
+
+
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=6),
+    words=st.lists(st.one_of(st.sampled_from(WORDS), st.text(ALPHABET, max_size=3)), max_size=8),
+    data=st.data(),
+)
+def test_split_searches_in_order_share_their_parts_matches(
+    pieces: list[str], words: list[str], data: Any
+) -> None:
+    buf = "".join(words)
+    try:
+        pattern = regex.compile("".join(pieces), regex.DOTALL)
+    except regex.error:
+        return
+    check_in_order(pattern, buf, data.draw(st.lists(st.integers(0, len(buf)), max_size=6)))
+
+
+@given(entry=st.sampled_from(CATALOG), data=st.data())
+def test_catalog_split_searches_in_order_share_their_parts_matches(
+    entry: tuple[Any, list[str]], data: Any
+) -> None:
+    pattern, samples = entry
+    buf = "".join(data.draw(st.lists(st.sampled_from([*samples, *WORDS]), max_size=8)))
+    check_in_order(pattern, buf, data.draw(st.lists(st.integers(0, len(buf)), max_size=6)))
 
 
 def test_catalog_whitespace_led_patterns_split() -> None:
@@ -245,3 +285,35 @@ def test_catalog_delimiters_search_as_their_patterns(
         for found in (ours, expected)
     )
     assert ours == expected, (delim.pattern.pattern, buf, pos, eos)
+
+
+@settings(max_examples=examples(300))
+@given(entry=st.sampled_from(DELIMITERS), data=st.data())
+def test_catalog_delimiters_searched_in_order_with_one_memo_find_what_each_search_finds(
+    entry: tuple[RegexDelimiter, list[str]], data: Any
+) -> None:
+    """A scan's searches from later and later places share its memo (where each prefix of a
+    delimiter occurs next, RegexDelimiter._next_prefix; what a split pattern's parts found,
+    Branches.search): each finds what the same search finds with nothing kept. With
+    SPLIT_AFTER 0, every stretch counts as long."""
+    delim, samples = entry
+    buf = "".join(data.draw(st.lists(st.sampled_from([*samples, *WORDS]), max_size=8)))
+    eos = data.draw(st.booleans())
+    places = sorted(data.draw(st.lists(st.integers(0, len(buf)), min_size=1, max_size=6)))
+    memo: dict[Any, Any] = {}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runtime.automaton, "SPLIT_AFTER", 0)
+        for pos in places:
+            limit = data.draw(st.integers(pos, len(buf)))
+            alone, kept = (
+                (
+                    found
+                    if found is None or found is IRRELEVANT or isinstance(found, int)
+                    else found[:3]
+                )
+                for found in (
+                    delim.search(buf, pos, eos, limit),
+                    delim.search(buf, pos, eos, limit, memo),
+                )
+            )
+            assert kept == alone, (delim.pattern.pattern, buf, pos, limit)
