@@ -313,7 +313,7 @@ STORAGE: dict[str, StoragePart] = {
         "join",
         form="join",
         raw_store="join",
-        function="require_str",
+        function="join_text",
     ),
     "x-extend": StoragePart(
         "x-extend",

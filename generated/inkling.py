@@ -33,7 +33,7 @@ from runtime import (
     dig,
 )
 from runtime.content import parse_json
-from runtime.regions import require_str
+from runtime.regions import join_text
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -185,9 +185,7 @@ class Parser(CompiledParser):
         content = self._body()
         value = self._coerce(content)
         # fields.thinking.join
-        text = require_str(value, "thinking")
-        previous = self._output.get("thinking")
-        self._output["thinking"] = text if previous is None else previous + "" + text
+        join_text(self._output, "thinking", "", value)
         events.append({"type": "region_close", "field": "thinking", "value": value})
 
     # fields.content
@@ -209,9 +207,7 @@ class Parser(CompiledParser):
         content = self._body()
         value = self._coerce(content)
         # fields.content.join
-        text = require_str(value, "content")
-        previous = self._output.get("content")
-        self._output["content"] = text if previous is None else previous + "" + text
+        join_text(self._output, "content", "", value)
         events.append({"type": "region_close", "field": "content", "value": value})
 
     # fields.tool_calls

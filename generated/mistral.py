@@ -33,7 +33,7 @@ from runtime import (
     lookup,
 )
 from runtime.content import parse_json
-from runtime.regions import require_str
+from runtime.regions import join_text
 
 # The template this module was compiled from, as data.
 TEMPLATE: dict[str, Any] = {
@@ -253,9 +253,7 @@ class Parser(CompiledParser):
         content = self._body().strip()
         value = self._coerce(content)
         # fields.content.join
-        text = require_str(value, "content")
-        previous = self._output.get("content")
-        self._output["content"] = text if previous is None else previous + "\n" + text
+        join_text(self._output, "content", "\n", value)
         events.append({"type": "region_close", "field": "content", "value": value})
 
     # States, in the reference's terms: what each one watches, opens before closes and

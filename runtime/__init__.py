@@ -28,7 +28,7 @@ from .extensions import (
     unwrap_text,
 )
 from .parser import CompiledParser, Event, after_last_literal, after_last_match
-from .regions import PARTS_PER_BLOCK, require_str
+from .regions import PARTS_PER_BLOCK, join_text, require_str
 from .scanner import SPACE_RUNS
 from .transform import dig, each_item, lookup
 from .waiting import HeldObject, HeldRun
@@ -57,6 +57,7 @@ __all__ = [
     "each_of",
     "extend_list",
     "first_of",
+    "join_text",
     "json_decode",
     "lookup",
     "parse_json",

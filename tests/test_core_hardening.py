@@ -47,6 +47,7 @@ from runtime.errors import (
     RegexTimeout,
     search_bounded,
 )
+from runtime.regions import join_text
 
 NAMES = entry_names()
 CASES = [
@@ -388,3 +389,32 @@ def test_an_empty_chunk_after_a_settled_scan_runs_no_scan_step() -> None:
             for state, scan in originals.items():
                 state.scan = scan
     assert checked > len(CASES)  # most chunks of most fixtures leave a settled scan
+
+
+@given(
+    pieces=st.lists(st.text("ab \n", max_size=4), max_size=6),
+    join=st.sampled_from(["", "\n", "\n\n"]),
+    default=st.sampled_from([None, "x", ["a list"]]),
+)
+def test_a_joined_field_is_added_to_in_place_as_by_concatenation(
+    pieces: list[str], join: str, default: Any
+) -> None:
+    """`join` storage (runtime.regions.join_text, which extends the field's text in place):
+    the same text as concatenating copies, the field keeping its place among the output's
+    keys; a default of another type raises as concatenation does and is left as it was."""
+    output: dict[str, Any] = {"field": default, "after": 1}
+    expected = default
+    for piece in pieces:
+        if expected is None:
+            expected = piece
+        elif isinstance(expected, str):
+            expected = expected + join + piece
+        else:
+            with pytest.raises(TypeError):
+                join_text(output, "field", join, piece)
+            assert output == {"field": default, "after": 1}
+            return
+        join_text(output, "field", join, piece)
+    assert output == {"field": expected, "after": 1} and list(output) == ["field", "after"]
+    with pytest.raises(ValueError, match="'join' requires"):
+        join_text(output, "field", join, 3)
