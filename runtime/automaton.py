@@ -32,6 +32,7 @@ import regex
 
 from . import errors
 from .branches import split
+from .held_match import HeldMatch
 from .narrowing import RunToLiteral
 from .waiting import BrokenRun, Wait
 
@@ -388,6 +389,7 @@ class RegexDelimiter:
         "_attempts",
         "_branches",
         "_narrowing",
+        "_held_match",
         "held_texts",
     )
 
@@ -451,8 +453,19 @@ class RegexDelimiter:
         self._branches: Any = _UNSEEN
         # Where a search of a long buffer can start (runtime.narrowing), found on first use.
         self._narrowing: Any = _UNSEEN
+        # How a held match is followed a character at a time (runtime.held_match).
+        self._held_match: Any = _UNSEEN
         # `State.holds` of held texts with nothing before them, by text (see there).
         self.held_texts: dict[str, bool] = {}
+
+    def held_match(self) -> HeldMatch | None:
+        """The automaton that follows this pattern's held match (runtime.held_match), or
+        None; for analysed patterns only (`re`'s parser reads them as the regex engine does)."""
+        held = self._held_match
+        if held is _UNSEEN:
+            held = HeldMatch.of(self.pattern.pattern) if self.memo else None
+            self._held_match = held
+        return held
 
     def narrowing(self) -> RunToLiteral | None:
         """The pattern's shape HEAD + C* + LITERAL, which tells where a search of a long

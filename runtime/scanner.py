@@ -35,10 +35,14 @@ from typing import Any, ClassVar
 
 from . import errors
 from .automaton import OPEN, RegexDelimiter, State, remember
+from .held_match import START, STOP
 from .waiting import BrokenRun, Wait
 
 Event = dict[str, Any]
 
+# The pattern whose pending match held text back, as the last scan found it, and how far
+# its HeldMatch followed that text (Scanner._held_by).
+HeldBy = tuple[State, RegexDelimiter, int, int]
 # Held-back text this long is checked for a match that only a known text can change
 # (Scanner._wait); shorter holds are simply rescanned.
 WAIT_AFTER = 256
@@ -108,10 +112,12 @@ class Scanner:
         self._waited: list[str] = []
         self._unmatched: Any = None  # a delimiter known to have no complete match left
         self._truncated = False  # finalize(truncated=True): the output was cut off
-        # (state, delimiter) when the last scan held text back for that delimiter's pending
-        # match (State.holder): the next chunk first asks whether it still does (and clears
-        # it when not).
-        self._held_by: tuple[State, RegexDelimiter] | None = None
+        # (state, delimiter, follow, followed) when the last scan held text back for that
+        # delimiter's pending match (State.holder): the next chunk first asks whether it
+        # still does (and clears it when not). `follow` is where the delimiter's HeldMatch
+        # is once it followed the first `followed` characters of the held text (START, 0:
+        # none yet), or STOP where it cannot follow the match (the regex engine then tells).
+        self._held_by: HeldBy | None = None
         # Whether the last scan loop ran to its end: a scan of the same text (an empty
         # chunk) would then decide nothing new. Not after the progress rule stopped it, or
         # an error cut it short: the reference's next scan goes on from there.
@@ -153,7 +159,7 @@ class Scanner:
                 return []
         held_by = self._held_by
         if held_by is not None:
-            if held_by[0] is self._state and self._still_held(held_by[1], text):
+            if held_by[0] is self._state and self._still_held(held_by, text):
                 return []
             # The match no longer holds: what this chunk leaves held back, no pattern holds
             # (until a scan says so), and the fast paths' quick route applies again (a tool
@@ -193,7 +199,7 @@ class Scanner:
             holder = state.held_windows.get(window)
             if holder is not None:  # a scan of this window held all of it: so would this one
                 self._pending = window
-                self._held_by = (state, holder)
+                self._held_by = (state, holder, START, 0)
                 self._settled = True
                 return events
         self._run(text, events, eos=False)
@@ -271,13 +277,15 @@ class Scanner:
             return None
         return piece
 
-    def _still_held(self, delim: RegexDelimiter, text: str) -> bool:
+    def _still_held(self, held_by: HeldBy, text: str) -> bool:
         """Hold `text` too, and say so, when a scan of the held-back text plus `text` would
-        hold back all of it: `delim` still has a pending match where the held-back text
-        starts (State.holds). A delimiter spanning several chunks (`<tool_call>` then a
-        function name, in 4-character chunks) then costs one search per chunk, not a scan
-        step. Only for a short hold after a scan that ran to its end, and a bounded left
-        context (the buffer is built as `_scan` builds it)."""
+        hold back all of it: the delimiter of `held_by` (`_held_by`) still has a pending
+        match where the held-back text starts (State.holds). A delimiter spanning several
+        chunks (`<tool_call>` then a function name, in 4-character chunks) then costs one
+        search per chunk, not a scan step; one whose HeldMatch follows it, a look-up per
+        character (deepseek_v3's call open, over twenty 4-character chunks: two bounded
+        regex calls a chunk otherwise). Only for a short hold after a scan that ran to its
+        end, and a bounded left context (the buffer is built as `_scan` builds it)."""
         pending = self._pending
         if (
             not text
@@ -287,12 +295,33 @@ class Scanner:
             or len(pending) + len(text) >= self.WAIT_AFTER
         ):
             return False
+        state, delim, follow, followed = held_by
+        size = len(pending) + len(text)
+        if follow != STOP and size > delim.short_span:
+            # Past the pattern's short span, where `holds` would search under the time bound,
+            # the pattern's HeldMatch follows the match, if it can (within the span, `holds`
+            # searches without the bound and keeps the answers for held texts it was asked
+            # about: a stream repeats its call opens). From where it cannot, `holds` decides.
+            held = delim.held_match()
+            found: int | None = None
+            if held is not None:
+                # (the held text may have grown without it: a wait's text, `_wake`)
+                found = (
+                    follow if followed == len(pending) else held.go_on(follow, pending[followed:])
+                )
+                if found is not None:
+                    found = held.go_on(found, text)
+            follow = STOP if found is None else found
+            self._held_by = (state, delim, follow, size)
+            if follow != STOP:
+                self._pending = pending + text
+                return True
         context = self._left_context()
-        buf = context + pending + text
-        if not self._state.holds(delim, buf, len(context)):
+        if not state.holds(delim, context + pending + text, len(context)):
             return False
-        self._pending = pending + text
-        if self._state.waits_early and self._state.waits_without_run:
+        pending += text
+        self._pending = pending
+        if state.waits_early and state.waits_without_run:
             # As the scan that held it would, wait on the hold once only a known text can
             # change it (`_scan`): a wait that could not start when the hold began (glm45's
             # `\s*<tool_call>\s*NAME...` held from `\n<tool_call>`, before the name) starts
@@ -302,7 +331,8 @@ class Scanner:
             # run's wait can start on (inkling's message headers: 3 of 3.5 us a chunk), and
             # one that is a run waits from WAIT_AFTER on. So only in a state with a wait
             # that has no run (inkling's, whose waits all do: 0.6 us a held chunk).
-            self._wait(buf, len(context), False, runs=False)
+            context = self._left_context()
+            self._wait(context + pending, len(context), False, runs=False)
         return True
 
     def _feed_run(self, text: str) -> list[Event]:
@@ -602,7 +632,7 @@ class Scanner:
                 self._accumulate(events, buf[pos:hold])
                 self._pos = hold
             holder = state.holder(buf, hold, memo) if hold < size else None
-            self._held_by = None if holder is None else (state, holder)
+            self._held_by = None if holder is None else (state, holder, START, 0)
             self._settled = True
             return
 
