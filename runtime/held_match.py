@@ -7,21 +7,23 @@ stays pending took regex calls under the time bound, whose set-up alone costs ab
 a call: deepseek_v3's call open, about 80 characters held over twenty 4-character chunks,
 cost 5 to 10 us a chunk, more than half of a stream of parallel calls.
 
-For a pattern built of characters, classes, alternations and repeats (and a look-ahead
-at its very end), the question "does a match from the hold's start still go on, and has
-none, from there or later, completed?" is answered by an automaton over the pattern's
-positions, as in Thompson's construction: a set of the positions the match from the
-hold's start can be at, and a set of those any match started since can be at. While the
-first set is not empty and neither holds the pattern's end, the regex engine's partial
-search from the hold's start finds that match pending there: every way through the
-pattern is one the engine tries, and it prefers a complete match, of which there is none.
-Once either changes, the scanner asks the regex engine, which decides the rest. Lazy
-repeats other than `.*?` are not followed: the engine's partial matches of those are its
-own (`<v>\s*?x` is partial on `<v>y`).
+For a pattern built of characters, classes, alternations and repeats, with look-behinds
+at literals and a look-ahead at its very end, the question "does a match from the hold's
+start still go on, and has none, from there or later, completed?" is answered by an
+automaton over the pattern's positions, as in Thompson's construction: a set of the
+positions the match from the hold's start can be at, and a set of those any match
+started since can be at (with look-behinds, and the end of the text they can still read).
+While the first set is not empty and neither holds the pattern's end, the regex engine's
+partial search from the hold's start finds that match pending there: every way through
+the pattern is one the engine tries, and it prefers a complete match, of which there is
+none. Once either changes, the scanner asks the regex engine, which decides the rest.
+Lazy repeats other than `.*?` are not followed: the engine's partial matches of those
+are its own (`<v>\s*?x` is partial on `<v>y`).
 
-The pairs of sets are numbered as they are met and each one's next pair by character is
-kept (a lazily built DFA), so a chunk costs a dict look-up per character. At most
-MAX_STATES pairs are kept per pattern: past them, the scanner asks the regex engine.
+The states are numbered as they are met and each one's next state by character is kept
+(a lazily built DFA), so a chunk costs a dict look-up per character. At most MAX_STATES
+states and MAX_TRANSITIONS transitions are kept per pattern: past them, the scanner asks
+the regex engine.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ else:  # pragma: no cover - Python 3.10
     import sre_constants as _sre
     import sre_parse as _sre_parse
 
-# Pairs of position sets a pattern keeps, with their transitions (then it stops adding).
+# Pairs of position sets a pattern keeps, and transitions between them (then it adds no
+# more, and the scanner asks the regex engine wherever they would be needed): the memory
+# a pattern's automaton takes is bounded, whatever characters a stream holds.
 MAX_STATES = 512
+MAX_TRANSITIONS = 16384
 # Repeats with a finite upper bound are written out, up to this many copies in all.
 MAX_COPIES = 64
-# The state at the hold's start, before any text.
-START = 0
 # A transition that ends the following: a match completed, or the held one stopped.
 STOP = -1
 
@@ -71,11 +74,14 @@ Test = Callable[[str], bool]
 
 class _Positions:
     """The pattern as positions: each consumes a character that passes its test and goes on
-    to `next` (`tests[i]` not None), or goes on without one to each of `next` (a fork)."""
+    to `next` (`tests[i]` not None), or goes on without one to each of `next` (a fork). A
+    fork in `guards` goes on only where the text before ends with its literal (a
+    look-behind)."""
 
     def __init__(self) -> None:
         self.tests: list[Test | None] = []
         self.next: list[tuple[int, ...]] = []
+        self.guards: dict[int, str] = {}
         self.end = self._add(None, ())  # the pattern's end: a complete match
 
     def _add(self, test: Test | None, following: tuple[int, ...]) -> int:
@@ -124,6 +130,11 @@ class _Positions:
             # A look-ahead that ends the pattern: its text must be there for the match to be
             # complete, which is all the automaton tells.
             return self.sequence(list(av[1]), after)
+        if op is _sre.ASSERT and av[0] < 0 and av[1] and all(o is _sre.LITERAL for o, _ in av[1]):
+            # A look-behind at a literal: a fork that goes on only after it.
+            guard = self._add(None, (after,))
+            self.guards[guard] = "".join(chr(code) for _, code in av[1])
+            return guard
         raise Unsupported(f"{op}")
 
 
@@ -169,31 +180,58 @@ def _category(av: Any) -> Test:
 
 class HeldMatch:
     """Follows a pattern's match from a hold's start over the text that arrives (module
-    docstring). `go_on(state, text)` returns the state after `text` (from START at the
-    hold's start), or None when the regex engine must decide: a match completed (from the hold's start or
-    later), the held one stopped, or the automaton grew past MAX_STATES."""
+    docstring). `start(before)` is the state at the hold's start after the text `before`
+    (the left context, which look-behinds read); `go_on(state, text)` the state once `text`
+    arrived. Either is None where the regex engine must decide: a match completed (from
+    the hold's start or later), the held one stopped, or the automaton reached its bounds.
 
-    __slots__ = ("_positions", "_pairs", "_numbers", "_rows", "_start", "_lock")
+    A state is the pair of position sets and, for a pattern with look-behinds, the longest
+    end of the text so far that begins one of their literals (all a look-behind can still
+    tell from it, as in Knuth-Morris-Pratt: the next such end is one of that end plus the
+    next character)."""
+
+    __slots__ = (
+        "_positions",
+        "_entry",
+        "_reach",
+        "_ends",
+        "_states",
+        "_numbers",
+        "_rows",
+        "_starts",
+        "_lock",
+        "_transitions",
+    )
 
     def __init__(self, positions: _Positions, entry: int) -> None:
         self._positions = positions
-        start = _closure(positions, (entry,))
-        self._start = start
-        self._pairs: list[tuple[frozenset[int], frozenset[int]]] = []
-        self._numbers: dict[tuple[frozenset[int], frozenset[int]], int] = {}
+        self._entry = (entry,)
+        # How much of the text before a position its look-behinds may read.
+        self._reach = max(map(len, positions.guards.values()), default=0)
+        # The pieces their literals begin with, at the end of a text: the leftmost that
+        # matches is the longest (`_tail`).
+        pieces = {
+            text[:cut] for text in positions.guards.values() for cut in range(1, len(text) + 1)
+        }
+        self._ends = re.compile(
+            "(?:" + "|".join(map(re.escape, sorted(pieces, key=len, reverse=True))) + ")\\Z"
+        )
+        self._states: list[tuple[frozenset[int], frozenset[int], str]] = []
+        self._numbers: dict[tuple[frozenset[int], frozenset[int], str], int] = {}
         self._rows: list[dict[str, int]] = []
+        self._starts: dict[str, int] = {}  # the state at a hold's start, by what lies before
         # The automaton belongs to its pattern, which every parser of a template shares, in
         # any thread: a state is added, and then a transition to it, under the lock; `go_on`
-        # reads them without it (a dict look-up is atomic in CPython).
+        # and `start` read them without it (a dict look-up is atomic in CPython).
         self._lock = threading.Lock()
-        self._number(start, start)
+        self._transitions = 0
 
     @classmethod
     def of(cls, source: str) -> HeldMatch | None:
         """The automaton of a pattern the compiler analysed (read by `re`'s parser as the
         regex engine reads it), or None when it holds what the automaton does not follow:
-        anchors, look-behinds, look-aheads but at its end, back-references, atomic groups,
-        possessive repeats, flags."""
+        anchors, look-behinds but at a literal, look-aheads but at its end, back-references,
+        atomic groups, possessive repeats, lazy repeats but `.*?`, flags."""
         try:
             tree = _sre_parse.parse(source, re.DOTALL)
             if tree.state.flags & ~_FLAGS:
@@ -202,9 +240,20 @@ class HeldMatch:
             entry = positions.sequence(tree.data, positions.end)
         except (Unsupported, re.error, RecursionError, OverflowError, ValueError):
             return None
-        if positions.end in _closure(positions, (entry,)):
-            return None  # it matches the empty text: nothing is held for it
         return cls(positions, entry)
+
+    def start(self, before: str) -> int | None:
+        """The state at the hold's start, `before` being the text before it."""
+        tail = self._tail(before)
+        known = self._starts.get(tail)
+        if known is not None:
+            return None if known == STOP else known
+        with self._lock:
+            first = _closure(self._positions, self._entry, tail)
+            number = self._number(first, first, tail)
+            if number != STOP or len(self._states) < MAX_STATES:
+                self._starts[tail] = number
+        return None if number == STOP else number
 
     def go_on(self, state: int, text: str) -> int | None:
         """The state once `text` arrived after `state`."""
@@ -223,38 +272,51 @@ class HeldMatch:
             known = self._rows[state].get(char)
             if known is not None:  # (added by another thread meanwhile)
                 return known
-            held, anywhere = self._pairs[state]
-            held = self._consume(held, char)
-            anywhere = self._consume(anywhere, char) | self._start
-            following = self._number(held, anywhere)
-            if following != STOP or len(self._pairs) < MAX_STATES:
+            if self._transitions >= MAX_TRANSITIONS:
+                return STOP
+            held, anywhere, tail = self._states[state]
+            tail = self._tail(tail + char)
+            held = self._consume(held, char, tail)
+            anywhere = self._consume(anywhere, char, tail)
+            anywhere |= _closure(self._positions, self._entry, tail)
+            following = self._number(held, anywhere, tail)
+            if following != STOP or len(self._states) < MAX_STATES:
                 self._rows[state][char] = following  # (a STOP past the bound is not kept)
+                self._transitions += 1
             return following
 
-    def _number(self, held: frozenset[int], anywhere: frozenset[int]) -> int:
+    def _number(self, held: frozenset[int], anywhere: frozenset[int], tail: str) -> int:
         end = self._positions.end
         if not held or end in anywhere:  # (`held` is part of `anywhere`)
             return STOP
-        key = (held, anywhere)
+        key = (held, anywhere, tail)
         number = self._numbers.get(key)
         if number is None:
-            if len(self._pairs) >= MAX_STATES:
+            if len(self._states) >= MAX_STATES:
                 return STOP
-            number = len(self._pairs)
-            self._pairs.append(key)
+            number = len(self._states)
+            self._states.append(key)
             self._rows.append({})
             self._numbers[key] = number
         return number
 
-    def _consume(self, positions: frozenset[int], char: str) -> frozenset[int]:
+    def _tail(self, text: str) -> str:
+        """The longest end of `text` that begins a look-behind's literal ("" if none)."""
+        if not self._reach:
+            return ""
+        found = self._ends.search(text, max(0, len(text) - self._reach))
+        return "" if found is None else found.group()
+
+    def _consume(self, positions: frozenset[int], char: str, tail: str) -> frozenset[int]:
         tests, following = self._positions.tests, self._positions.next
         reached = [following[p][0] for p in positions if (test := tests[p]) and test(char)]
-        return _closure(self._positions, reached)
+        return _closure(self._positions, reached, tail)
 
 
-def _closure(positions: _Positions, start: Any) -> frozenset[int]:
-    """The positions of `start` and every one forks lead to from them, less the forks."""
-    tests, following = positions.tests, positions.next
+def _closure(positions: _Positions, start: Any, tail: str) -> frozenset[int]:
+    """The positions of `start` and every one forks lead to from them, less the forks, at a
+    place the text before which ends with `tail` (as far as look-behinds read)."""
+    tests, following, guards = positions.tests, positions.next, positions.guards
     seen: set[int] = set()
     todo = list(start)
     while todo:
@@ -263,5 +325,7 @@ def _closure(positions: _Positions, start: Any) -> frozenset[int]:
             continue
         seen.add(position)
         if tests[position] is None:
-            todo.extend(following[position])
+            guard = guards.get(position)
+            if guard is None or tail.endswith(guard):
+                todo.extend(following[position])
     return frozenset(p for p in seen if tests[p] is not None or p == positions.end)

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from . import errors
 from .automaton import OPEN, RegexDelimiter, State, remember
-from .held_match import START, STOP
+from .held_match import STOP
 from .waiting import BrokenRun, Wait
 
 Event = dict[str, Any]
@@ -115,8 +115,9 @@ class Scanner:
         # (state, delimiter, follow, followed) when the last scan held text back for that
         # delimiter's pending match (State.holder): the next chunk first asks whether it
         # still does (and clears it when not). `follow` is where the delimiter's HeldMatch
-        # is once it followed the first `followed` characters of the held text (START, 0:
-        # none yet), or STOP where it cannot follow the match (the regex engine then tells).
+        # is once it followed the first `followed` characters of the held text (none yet
+        # where `followed` is 0), or STOP where it cannot follow the match (from there the
+        # regex engine tells).
         self._held_by: HeldBy | None = None
         # Whether the last scan loop ran to its end: a scan of the same text (an empty
         # chunk) would then decide nothing new. Not after the progress rule stopped it, or
@@ -199,7 +200,7 @@ class Scanner:
             holder = state.held_windows.get(window)
             if holder is not None:  # a scan of this window held all of it: so would this one
                 self._pending = window
-                self._held_by = (state, holder, START, 0)
+                self._held_by = (state, holder, STOP, 0)
                 self._settled = True
                 return events
         self._run(text, events, eos=False)
@@ -297,7 +298,7 @@ class Scanner:
             return False
         state, delim, follow, followed = held_by
         size = len(pending) + len(text)
-        if follow != STOP and size > delim.short_span:
+        if (follow != STOP or not followed) and size > delim.short_span:
             # Past the pattern's short span, where `holds` would search under the time bound,
             # the pattern's HeldMatch follows the match, if it can (within the span, `holds`
             # searches without the bound and keeps the answers for held texts it was asked
@@ -305,10 +306,12 @@ class Scanner:
             held = delim.held_match()
             found: int | None = None
             if held is not None:
-                # (the held text may have grown without it: a wait's text, `_wake`)
-                found = (
-                    follow if followed == len(pending) else held.go_on(follow, pending[followed:])
-                )
+                # From the hold's start (after the left context, which look-behinds read), or
+                # from where it was, over what the held text grew by without it (a wait's
+                # text, `_wake`), and then over `text`.
+                found = held.start(self._left_context()) if not followed else follow
+                if found is not None and followed != len(pending):
+                    found = held.go_on(found, pending[followed:])
                 if found is not None:
                     found = held.go_on(found, text)
             follow = STOP if found is None else found
@@ -632,7 +635,7 @@ class Scanner:
                 self._accumulate(events, buf[pos:hold])
                 self._pos = hold
             holder = state.holder(buf, hold, memo) if hold < size else None
-            self._held_by = None if holder is None else (state, holder, START, 0)
+            self._held_by = None if holder is None else (state, holder, STOP, 0)
             self._settled = True
             return
 

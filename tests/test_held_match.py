@@ -19,7 +19,7 @@ from test_automaton import LED_PATTERNS
 import runtime.held_match
 from compiler.catalog import entry_names
 from runtime.automaton import RegexDelimiter
-from runtime.held_match import START, HeldMatch
+from runtime.held_match import HeldMatch
 
 
 def _catalog_patterns() -> list[str]:
@@ -70,9 +70,9 @@ def _check_every_hold(pattern: str, buf: str) -> None:
     assert held is not None, pattern
     compiled = regex.compile(pattern, regex.DOTALL)
     for pos in range(len(buf)):
-        state: int | None = START
+        state = held.start(buf[:pos])
         for end in range(pos + 1, len(buf) + 1):
-            state = held.go_on(state, buf[end - 1])
+            state = None if state is None else held.go_on(state, buf[end - 1])
             expected = _pending_at(compiled, buf[:end], pos)
             assert (state is not None) == expected, (pattern, buf[:end], pos)
             if state is None:
@@ -97,6 +97,10 @@ def test_a_held_match_is_followed_while_the_partial_search_finds_it_pending(data
         # all of it is there.
         (r"</w>|(?=<o>\s*<f=)", "x<o> \n<f=a"),
         (r"\s*```(?:json)?\s*(?=[\[{])", " ```json\n {"),
+        # Look-behinds at literals, before the hold (the left context) and in the held text,
+        # where a later match completes (deepseek_v4's open has two).
+        (r"<h>[^!]*!|(?<=</g>)<k>", "x</g><k><h></g><k>!"),
+        (r"(?:\s*<d1>|(?<=</d2>)|(?<=/>))\s*<d3=(?P<n>\w+)>", "</d2> <d3=a> <d1></d2><d3=b>"),
         # `.*?`, the one lazy repeat followed.
         (r"<m>.*?</m>", "<m>a</m</m>b"),
     ],
@@ -107,7 +111,7 @@ def test_a_held_match_is_handed_over_where_the_engine_decides(pattern: str, buf:
 
 def test_what_the_automaton_does_not_follow_is_left_to_the_regex_engine() -> None:
     for pattern in (
-        r"(?<=a)b",  # a look-behind
+        r"(?<=\w)b",  # a look-behind at other than a literal
         r"^<h1>",  # an anchor
         r"\bw\b",
         r"(?i)<ci>",  # a flag
@@ -117,10 +121,14 @@ def test_what_the_automaton_does_not_follow_is_left_to_the_regex_engine() -> Non
         r"<a>(?>b+)c",  # an atomic group
         r"<a>b*+c",  # a possessive repeat
         r"<v>\s*?x",  # a lazy repeat (but `.*?`), whose partial matches the engine reads its own way
-        r"(?:<e>)?",  # a pattern that matches the empty text
         r"<a>[b]{1,200}",  # too many copies
     ):
         assert HeldMatch.of(pattern) is None, pattern
+
+
+def test_a_pattern_that_matches_the_empty_text_is_never_followed() -> None:
+    held = HeldMatch.of(r"(?:<e>)?")
+    assert held is not None and held.start("") is None and held.start("x") is None
 
 
 def test_past_max_states_the_automaton_hands_over(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -128,9 +136,25 @@ def test_past_max_states_the_automaton_hands_over(monkeypatch: pytest.MonkeyPatc
     held = HeldMatch.of(r"<a>[bc]*<d>")
     assert held is not None
     compiled = regex.compile(r"<a>[bc]*<d>")
-    assert held.go_on(START, "<a") is not None and _pending_at(compiled, "<a", 0)
+    start = held.start("")
+    assert start is not None and held.go_on(start, "<a") is not None
+    assert _pending_at(compiled, "<a", 0)
     # A fourth pair of position sets is not numbered: None, where the engine finds it pending.
-    assert held.go_on(START, "<a>") is None and _pending_at(compiled, "<a>", 0)
+    assert held.go_on(start, "<a>") is None and _pending_at(compiled, "<a>", 0)
+
+
+def test_past_max_transitions_the_automaton_hands_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each character a stream holds adds a transition: their number is bounded too.
+    monkeypatch.setattr(runtime.held_match, "MAX_TRANSITIONS", 4)
+    held = HeldMatch.of(r"<a>[^<]*<d>")
+    assert held is not None
+    compiled = regex.compile(r"<a>[^<]*<d>")
+    start = held.start("")
+    assert start is not None
+    state = held.go_on(start, "<a>b")  # four transitions, kept
+    assert state is not None and _pending_at(compiled, "<a>b", 0)
+    assert held.go_on(state, "c") is None and _pending_at(compiled, "<a>bc", 0)
+    assert held.go_on(start, "<a>b") == state  # (the kept ones still serve)
 
 
 @pytest.mark.parametrize(
