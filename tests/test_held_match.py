@@ -131,26 +131,27 @@ def test_a_pattern_that_matches_the_empty_text_is_never_followed() -> None:
     assert held is not None and held.start("") is None and held.start("x") is None
 
 
+def _at_start(pattern: str) -> tuple[HeldMatch, Any, int]:
+    """The pattern's automaton, the pattern compiled, and its state at a hold's start."""
+    held = HeldMatch.of(pattern)
+    assert held is not None
+    start = held.start("")
+    assert start is not None
+    return held, regex.compile(pattern), start
+
+
 def test_past_max_states_the_automaton_hands_over(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime.held_match, "MAX_STATES", 3)
-    held = HeldMatch.of(r"<a>[bc]*<d>")
-    assert held is not None
-    compiled = regex.compile(r"<a>[bc]*<d>")
-    start = held.start("")
-    assert start is not None and held.go_on(start, "<a") is not None
-    assert _pending_at(compiled, "<a", 0)
-    # A fourth pair of position sets is not numbered: None, where the engine finds it pending.
+    held, compiled, start = _at_start(r"<a>[bc]*<d>")
+    assert held.go_on(start, "<a") is not None and _pending_at(compiled, "<a", 0)
+    # A fourth state is not numbered: None, where the engine finds the match pending.
     assert held.go_on(start, "<a>") is None and _pending_at(compiled, "<a>", 0)
 
 
 def test_past_max_transitions_the_automaton_hands_over(monkeypatch: pytest.MonkeyPatch) -> None:
     # Each character a stream holds adds a transition: their number is bounded too.
     monkeypatch.setattr(runtime.held_match, "MAX_TRANSITIONS", 4)
-    held = HeldMatch.of(r"<a>[^<]*<d>")
-    assert held is not None
-    compiled = regex.compile(r"<a>[^<]*<d>")
-    start = held.start("")
-    assert start is not None
+    held, compiled, start = _at_start(r"<a>[^<]*<d>")
     state = held.go_on(start, "<a>b")  # four transitions, kept
     assert state is not None and _pending_at(compiled, "<a>b", 0)
     assert held.go_on(state, "c") is None and _pending_at(compiled, "<a>bc", 0)
