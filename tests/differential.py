@@ -29,6 +29,7 @@ import runtime.regions
 import runtime.scanner
 from compiler import load_parser
 from runtime import CompiledParser
+from runtime.automaton import State
 
 CASES = {"count": 0}  # (template, output, chunking) cases checked, reported by conftest
 
@@ -232,6 +233,28 @@ def shrunk_thresholds(parser_cls: Any) -> Iterator[None]:
         automaton.DENSE, automaton.SPARSE, automaton.ATTEMPTS, automaton.SPLIT_AFTER = saved[3]
         runtime.scanner.SKIP_AFTER = saved[4]
         automaton.LEAD_SPAN = saved[5]
+
+
+@contextmanager
+def followed_holds(parser_cls: Any) -> Iterator[None]:
+    """Give every pattern of `parser_cls` no short span (RegexDelimiter.short_span), so that
+    every hold its HeldMatch can follow is followed from the second chunk on (within the
+    span, Scanner._still_held asks the regex engine); its searches then all run under
+    the time bound, which changes no answer."""
+    patterns = {
+        delim
+        for state in vars(parser_cls).values()
+        if isinstance(state, State)
+        for delim in state.patterns
+    }
+    saved = {delim: delim.short_span for delim in patterns}
+    for delim in patterns:
+        delim.short_span = -1
+    try:
+        yield
+    finally:
+        for delim, span in saved.items():
+            delim.short_span = span
 
 
 def _module_globals(parser_cls: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from catalog_samples import REGEX_SAMPLES, TOOLS, template_literals
-from differential import check, shrunk_thresholds
+from differential import check, followed_holds, shrunk_thresholds
 from fixtures import final_outcome, load_fixtures
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -68,6 +68,26 @@ def test_shrunk_thresholds_change_no_event(name: str, data: Any) -> None:
     tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
     with shrunk_thresholds(parser):
         check(template, parser, "", data.draw(chunkings(output), label="chunks"), tools)
+
+
+@pytest.mark.parametrize("name", V1)
+@settings(max_examples=examples(60))
+@given(data=st.data())
+def test_followed_holds_change_no_event(name: str, data: Any) -> None:
+    """As above, with every hold a pattern's automaton can follow followed from its second
+    chunk on (differential.followed_holds: no pattern keeps a short span), in chunkings of
+    up to four characters, where holds last several chunks (runtime.held_match)."""
+    template = load_entry(name).data["response_template"]
+    parser = importlib.import_module(f"generated.{name}").Parser
+    samples = REGEX_SAMPLES.get(name, []) + load_fixtures(name)["samples"]
+    output = data.draw(
+        outputs_for(template_literals(template), samples, max_size=20), label="output"
+    )
+    size = data.draw(st.integers(1, 4), label="size")
+    chunks = [output[i : i + size] for i in range(0, len(output), size)]
+    tools = data.draw(st.sampled_from([None, TOOLS]), label="tools")
+    with followed_holds(parser):
+        check(template, parser, "", chunks, tools)
 
 
 def test_the_catalog_has_extension_entries() -> None:
