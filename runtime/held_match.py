@@ -48,8 +48,11 @@ else:  # pragma: no cover - Python 3.10
 # a pattern's automaton takes is bounded, whatever characters a stream holds.
 MAX_STATES = 512
 MAX_TRANSITIONS = 16384
-# Repeats with a finite upper bound are written out, up to this many copies in all.
+# Repeats with a finite upper bound are written out, up to this many copies in all; and a
+# pattern of more positions than this is not followed (a step costs O(positions); the
+# catalog's largest has 113).
 MAX_COPIES = 64
+MAX_POSITIONS = 512
 # A transition that ends the following: a match completed, or the held one stopped.
 STOP = -1
 
@@ -85,6 +88,8 @@ class _Positions:
         self.end = self._add(None, ())  # the pattern's end: a complete match
 
     def _add(self, test: Test | None, following: tuple[int, ...]) -> int:
+        if len(self.tests) >= MAX_POSITIONS:
+            raise Unsupported("too many positions")
         self.tests.append(test)
         self.next.append(following)
         return len(self.tests) - 1

@@ -122,6 +122,7 @@ def test_what_the_automaton_does_not_follow_is_left_to_the_regex_engine() -> Non
         r"<a>b*+c",  # a possessive repeat
         r"<v>\s*?x",  # a lazy repeat (but `.*?`), whose partial matches the engine reads its own way
         r"<a>[b]{1,200}",  # too many copies
+        "(?:" + "|".join(f"<{n}>" for n in range(200)) + ")",  # too many positions
     ):
         assert HeldMatch.of(pattern) is None, pattern
 
