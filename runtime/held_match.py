@@ -43,9 +43,9 @@ else:  # pragma: no cover - Python 3.10
     import sre_constants as _sre
     import sre_parse as _sre_parse
 
-# Pairs of position sets a pattern keeps, and transitions between them (then it adds no
-# more, and the scanner asks the regex engine wherever they would be needed): the memory
-# a pattern's automaton takes is bounded, whatever characters a stream holds.
+# The states a pattern's automaton keeps, and the transitions between them (then it adds
+# no more, and the scanner asks the regex engine wherever they would be needed): its
+# memory is bounded, whatever characters a stream holds.
 MAX_STATES = 512
 MAX_TRANSITIONS = 16384
 # Repeats with a finite upper bound are written out, up to this many copies in all; and a
@@ -218,9 +218,8 @@ class HeldMatch:
         pieces = {
             text[:cut] for text in positions.guards.values() for cut in range(1, len(text) + 1)
         }
-        self._ends = re.compile(
-            "(?:" + "|".join(map(re.escape, sorted(pieces, key=len, reverse=True))) + ")\\Z"
-        )
+        longest_first = sorted(pieces, key=len, reverse=True)
+        self._ends = re.compile("(?:" + "|".join(map(re.escape, longest_first)) + ")\\Z")
         self._states: list[tuple[frozenset[int], frozenset[int], str]] = []
         self._numbers: dict[tuple[frozenset[int], frozenset[int], str], int] = {}
         self._rows: list[dict[str, int]] = []
