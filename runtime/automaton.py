@@ -91,6 +91,11 @@ MAX_PIECES = 4096
 SPARSE = 512
 DENSE = 3
 GROWTH = 4
+# A rest of the buffer this short is searched for a state's literals with one regex search
+# (State.next_literal): there the memchr passes save nothing, and their calls cost more (a
+# chunk that completes a tool call's open or close, in 4-character chunks, searches a
+# rest of 4 to 16 characters).
+SHORT_REST = 64
 # A window is searched for each of this many texts or fewer with `str.find`, for more with
 # one regex (first_match).
 FEW_TEXTS = 2
@@ -1479,7 +1484,12 @@ class State:
         search for its literals, remembered in `memo` while it lies ahead."""
         found = memo.get(self, _UNSEEN)
         if found is _UNSEEN or pos > found >= 0:
-            found = memo[self] = self._find(buf, pos, memo)
+            if len(buf) - pos <= SHORT_REST:
+                match = self.literals_re.search(buf, pos)
+                found = -1 if match is None else match.start()
+            else:
+                found = self._find(buf, pos, memo)
+            memo[self] = found
         return found
 
     def literal_at(self, buf: str, index: int) -> str:

@@ -124,7 +124,9 @@ class Regions(Scanner):
             routed = buf
             self._pending = ""
         elif match.lastgroup:  # a start text: only a scan can tell what it starts
-            return self._scan_feed(text)
+            if state.broken_run is not None and self.CONTEXT == 0:
+                return self._scan_feed(text)  # (which may route a broken run without one)
+            return self._scan_chunk(state, text)
         else:  # a piece of one at the end (or a run before it, or before the end), held back
             held = match.start()
             guarded = state.guarded_piece

@@ -174,7 +174,13 @@ class Scanner:
             settled = self._route_broken_run(broken, text)
             if settled is not None:
                 return settled
-        if state.starts is not None and text and not (state.start_only and self._at_origin()):
+        if (
+            state.starts is not None
+            and text
+            and not (state.start_only and self._at_origin())
+            # (a held match that began with a start text: the search would find that)
+            and not (held_by is not None and self._pending.startswith(state.start_texts))
+        ):
             # Two outcomes of a scan step need no scan: nothing in the text can start a
             # delimiter (route it all), or only its end can, as a piece of one, or a run
             # that leads one (hold that; a run long enough to wait on goes to the scan,
@@ -194,6 +200,13 @@ class Scanner:
                 self._base = -len(buf)
                 self._pos = 0
                 return self._route(routed, held, text)
+        return self._scan_chunk(state, text)
+
+    def _scan_chunk(self, state: State, text: str) -> list[Event]:
+        """The scan of `_scan_feed`, once no shorter route applies (`state` is the current
+        one): a window held before is held again without it (`State.held_windows`).
+        Regions._feed_piece enters here when its search found a start text in the held-back
+        text and the chunk, which `_scan_feed` would search for again."""
         events: list[Event] = []
         window = self._held_window(state, text)
         if window is not None:
@@ -203,7 +216,10 @@ class Scanner:
                 self._held_by = (state, holder, STOP, 0)
                 self._settled = True
                 return events
-        self._run(text, events, eos=False)
+        if self._regex_timeout is None:  # (`_run`, one call less)
+            self._scan(text, events, eos=False)
+        else:
+            self._run(text, events, eos=False)
         if (
             window is not None
             and not events
@@ -314,6 +330,8 @@ class Scanner:
                     found = held.go_on(found, pending[followed:])
                 if found is not None:
                     found = held.go_on(found, text)
+                if found is None:
+                    return False
             follow = STOP if found is None else found
             self._held_by = (state, delim, follow, size)
             if follow != STOP:
@@ -605,7 +623,8 @@ class Scanner:
                     self._accumulate(events, buf[pos:start])
                 self._pos = end
                 if delim.kind == OPEN:
-                    self._close_current(events)
+                    if self._opened:  # (`_open` sets all that closing nothing would)
+                        self._close_current(events)
                     self._open(events, delim.target, match, start)
                 else:
                     # A zero-width close of a region that never opened returns to the same

@@ -204,7 +204,8 @@ def test_a_held_match_whose_check_runs_out_of_time_is_left_to_the_scan(
     or tries its match attempts (RegexDelimiter._led_pending_at), under a bound of its own
     (HOLD_SECONDS); a search or attempt that runs past it leaves the chunk to the scan
     step, which gives the same events. (Here every such search and attempt runs out of
-    time.)"""
+    time, and the pattern's HeldMatch is taken away: where it follows the hold, and where
+    it stops, Scanner._still_held does not ask `holds`.)"""
     parser_class = importlib.import_module("generated.deepseek_r1").Parser
     text = (
         "Let me check.\n<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_date"
@@ -243,6 +244,7 @@ def test_a_held_match_whose_check_runs_out_of_time_is_left_to_the_scan(
             return self.pattern.search(*args, **options)
 
     attempts = RegexDelimiter.attempts
+    monkeypatch.setattr(RegexDelimiter, "held_match", lambda delim: None)
     monkeypatch.setattr(RegexDelimiter, "search", out_of_time)
     monkeypatch.setattr(
         RegexDelimiter,
@@ -807,13 +809,13 @@ def test_a_header_seen_before_is_held_without_a_scan(monkeypatch: pytest.MonkeyP
         for delim in state.patterns:
             delim.held_texts.clear()
     scans: list[str] = []
-    run = parser_cls._run
+    scan = parser_cls._scan
 
     def counted(self: Any, text: str, events: list[Any], eos: bool) -> None:
         scans.append(text)
-        run(self, text, events, eos)
+        scan(self, text, events, eos)
 
-    monkeypatch.setattr(parser_cls, "_run", counted)
+    monkeypatch.setattr(parser_cls, "_scan", counted)
     header = "<|message_model|><|content_thinking|>"
     message = header + "Hm.<|end_message|>"
     chunks = [message[index : index + 4] for index in range(0, len(message), 4)]
