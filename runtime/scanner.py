@@ -174,6 +174,14 @@ class Scanner:
             settled = self._route_broken_run(broken, text)
             if settled is not None:
                 return settled
+        if text and self.CONTEXT is not None and not (state.start_only and self._at_origin()):
+            # A longer piece of a start text (State.held_pieces): held back, as the route
+            # below holds it, without its search (an implicit region that has not opened,
+            # which has no fast path: `<to` after a tool call's close, hermes, 2.2 us).
+            grown = self._pending + text
+            if grown in state.held_pieces:
+                self._pending = grown
+                return []
         if (
             state.starts is not None
             and text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ import runtime.automaton
 from compiler import load_parser
 from compiler.catalog import load_entry
 from compiler.errors import TemplateError
+from runtime.automaton import State
 
 
 @given(data=st.data())
@@ -367,3 +369,42 @@ def test_a_region_opening_where_the_last_one_closed_ends_as_the_reference_ends_i
     fragments = st.lists(st.sampled_from(ADJACENT_FRAGMENTS), max_size=8)
     output = data.draw(fragments.map("".join), label="output")
     check(template, parser, "", data.draw(chunkings(output), label="chunks"))
+
+
+# Templates for pieces of start texts that arrive over several chunks (State.held_pieces).
+PIECE_TEMPLATES = [
+    # Start texts apart: every state holds its pieces itself.
+    {
+        "start_anchor": "<|s|>",
+        "fields": {
+            "content": {"repeats": True},
+            "thinking": {"open": "<t>", "close": "</t>"},
+            "a": {"open": "<ab>", "close": "</ab>"},
+        },
+    },
+    # `<a` begins `<ab>` (a complete start text inside a piece of another), and a pattern led
+    # by a run of whitespace: the start state leaves its pieces to the scan.
+    {
+        "start_anchor": "<|s|>",
+        "fields": {
+            "content": {"repeats": True},
+            "thinking": {"open": "<a", "close": "</a>"},
+            "a": {"open_pattern": "\\s*<ab>", "close": "</ab>"},
+        },
+    },
+]
+PIECE_OUTPUTS = ["x<ab>y</ab>z", "x<t>y</t>", "x<a b</a>", "<ab", "x<a", "a \n<ab>b</ab> c", " <a"]
+
+
+@pytest.mark.parametrize("template", PIECE_TEMPLATES)
+def test_pieces_of_start_texts_are_held_as_the_reference_holds_them(template: Any) -> None:
+    """A chunk that makes the held-back text a longer piece of a start text is held by the
+    fast path or `_scan_feed` itself (State.held_pieces) where no match can be complete in
+    a piece; every split of these outputs in two and three chunks, against the reference."""
+    parser = load_parser(template)
+    assert any(state.held_pieces for state in vars(parser).values() if isinstance(state, State))
+    for output in PIECE_OUTPUTS:
+        cuts = range(1, len(output))
+        for bounds in [*itertools.combinations(cuts, 1), *itertools.combinations(cuts, 2)]:
+            ends = (0, *bounds, len(output))
+            check(template, parser, "", [output[a:b] for a, b in itertools.pairwise(ends)])
