@@ -97,11 +97,6 @@ class Parser(CompiledParser):
             # fields.content: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                piece = self._pending + text
-                if text and piece in state.held_pieces and self._waiting is None:
-                    # A longer piece of a start text: held back, as the scan holds it.
-                    self._pending = piece
-                    return []
                 return self._feed_piece(text)
             if "<" in text and state.may_start(text):
                 return self._feed_piece(text)
@@ -114,11 +109,6 @@ class Parser(CompiledParser):
             # fields.tool_calls: text that cannot start a watched delimiter goes
             # straight into the region.
             if self._pending or not text:
-                piece = self._pending + text
-                if text and piece in state.held_pieces and self._waiting is None:
-                    # A longer piece of a start text: held back, as the scan holds it.
-                    self._pending = piece
-                    return []
                 return self._feed_piece(text)
             if "<" in text and state.may_start(text):
                 return self._feed_piece(text)

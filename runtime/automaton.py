@@ -1307,10 +1307,10 @@ class State:
             if refusable
             else None
         )
-        # The pieces the generated fast path holds itself when the held-back text and a
-        # chunk make one whole (what `_feed_piece` would find and hold, without its checks
-        # and search: 1.24 -> 0.65 us a chunk of a tool call's close arriving in pieces,
-        # hermes): every proper prefix of a start text, where pieces are plain (no start
+        # The pieces Regions._feed_piece and Scanner._scan_feed hold with one look-up when the
+        # held-back text and a chunk make one whole (what their search would find and hold:
+        # 1.24 -> 0.63 us a chunk of a tool call's close arriving in pieces, hermes): every
+        # proper prefix of a start text, where pieces are plain (no start
         # text occurs inside another's proper prefix) and none begins another, so that no
         # match is complete in a piece and one at its start is partial; where none is
         # refused, no pattern is led by a run, and no start text holds a NUL, as the text

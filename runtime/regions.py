@@ -105,6 +105,10 @@ class Regions(Scanner):
         """
         state = self._state
         buf = self._pending + text
+        if text and buf in state.held_pieces and self._waiting is None and self.CONTEXT is not None:
+            # A longer piece of a start text: held back, as the search below would hold it.
+            self._pending = buf
+            return []
         find = state.quick_route
         if (
             find is None

@@ -174,14 +174,18 @@ class Scanner:
             settled = self._route_broken_run(broken, text)
             if settled is not None:
                 return settled
-        if text and self.CONTEXT is not None and not (state.start_only and self._at_origin()):
+        buf = self._pending + text
+        if (
+            text
+            and buf in state.held_pieces
+            and self.CONTEXT is not None
+            and not (state.start_only and self._at_origin())
+        ):
             # A longer piece of a start text (State.held_pieces): held back, as the route
             # below holds it, without its search (an implicit region that has not opened,
             # which has no fast path: `<to` after a tool call's close, hermes, 2.2 us).
-            grown = self._pending + text
-            if grown in state.held_pieces:
-                self._pending = grown
-                return []
+            self._pending = buf
+            return []
         if (
             state.starts is not None
             and text
@@ -193,7 +197,6 @@ class Scanner:
             # delimiter (route it all), or only its end can, as a piece of one, or a run
             # that leads one (hold that; a run long enough to wait on goes to the scan,
             # which waits on it).
-            buf = self._pending + text
             piece = self._held_unscanned(state, buf)
             if piece is not None:
                 routed, held = (buf, "") if piece == -1 else (buf[:piece], buf[piece:])
