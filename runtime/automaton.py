@@ -1310,9 +1310,9 @@ class State:
         # The pieces Regions._feed_piece and Scanner._scan_feed hold with one look-up when the
         # held-back text and a chunk make one whole (what their search would find and hold:
         # 1.24 -> 0.63 us a chunk of a tool call's close arriving in pieces, hermes): every
-        # proper prefix of a start text, where pieces are plain (no start
-        # text occurs inside another's proper prefix) and none begins another, so that no
-        # match is complete in a piece and one at its start is partial; where none is
+        # proper prefix of a start text, where pieces are plain (no start text occurs inside
+        # another's proper prefix) and no start text begins another, so that no match is
+        # complete in a piece and the one at its start is partial; where no piece can be
         # refused, no pattern is led by a run, and no start text holds a NUL, as the text
         # finalize() leaves held back does (every later feed must reach the scan loop).
         self.held_pieces: frozenset[str] = frozenset()

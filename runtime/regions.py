@@ -95,8 +95,11 @@ class Regions(Scanner):
         `_scan_feed`'s prefiltered route: no start text in the held-back text and the chunk,
         which go to the open region less a piece of one at their end, held back. Where that
         route is one search (`State.quick_route`), it is taken here without another call
-        (4-character chunks dense in `<`, smollm3's thinking: 0.61 to 0.58 us a chunk).
-        Anything else goes to `_scan_feed`, before anything changes. A bounded left context
+        (4-character chunks dense in `<`, smollm3's thinking: 0.61 to 0.58 us a chunk);
+        before it, a longer piece of a start text is held with one look-up
+        (State.held_pieces), and where it finds a start text, the scan is entered directly
+        (`Scanner._scan_chunk`). Anything else goes to `_scan_feed`, before anything
+        changes. A bounded left context
         is brought up to date from the region's chunks when read (`Scanner._left_context`),
         so the routed text needs no other place (xlam and ernie, 4-character chunks of
         content dense in `<`: 0.52-0.60 to 0.43 us a chunk, 0.48-0.49 to 0.40); the whole

@@ -400,8 +400,8 @@ PIECE_OUTPUTS = ["x<ab>y</ab>z", "x<t>y</t>", "x<a b</a>", "<ab", "x<a", "a \n<a
 def test_pieces_of_start_texts_are_held_as_the_reference_holds_them(template: Any) -> None:
     """A chunk that makes the held-back text a longer piece of a start text is held by
     `_feed_piece` or `_scan_feed` with one look-up (State.held_pieces) where no match can be
-    complete in a piece; every split of these outputs in two and three chunks, against the reference.
-    """
+    complete in a piece: every split of these outputs in two and three chunks, against the
+    reference."""
     parser = load_parser(template)
     assert any(state.held_pieces for state in vars(parser).values() if isinstance(state, State))
     for output in PIECE_OUTPUTS:
