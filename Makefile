@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.test-installed
 LINT_STAMP := $(VENV)/.lint-installed
 EXTRAS_STAMP := $(VENV)/.extras-installed
 
-.PHONY: compile compile-all check test test-full test-wheel extras bench bench-oneshot bench-streaming bench-hostile bench-batch bench-stream clean-venv test-engines bench-peers
+.PHONY: compile compile-all check test test-full test-wheel extras bench bench-oneshot bench-streaming bench-hostile bench-batch bench-stream bench-ab clean-venv test-engines bench-peers
 
 $(BUILD_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -118,6 +118,11 @@ test-engines: $(ENGINES_STAMP)
 	set -o pipefail; $(ENGINES_PY) -m pytest -q -p no:cacheprovider tests/test_engines.py \
 		| tail -n 1 | tee bench/engines-tests.txt
 	$(ENGINES_PY) bench/engines.py > bench/engines.txt 2> /dev/null  # the peers log their own failures
+
+## make bench-ab BASE=REV: per-chunk time of this checkout against revision REV (default HEAD),
+## both in one process, fed the same streams in turn (optional, not in make bench)
+bench-ab: $(TEST_STAMP)
+	$(PY) bench/ab.py --base $(or $(BASE),HEAD)
 
 ## make bench-peers: our plugins vs vLLM's and SGLang's own parsers in their serving paths,
 ## same outputs, answers checked; per-chunk and one-shot time ratios (writes bench/peers.txt)
