@@ -65,11 +65,15 @@ def load_base(rev: str, into: Path) -> None:
 
 
 def compare(base: Any, ours: Any, prefix: str, text: str, passes: int) -> list[float]:
-    """Time per chunk ours / base, one ratio a pass, after checking the events agree."""
+    """Time per chunk ours / base, one ratio a pass, after checking the two parsers give the
+    same events and message (SystemExit where they do not)."""
     chunks = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
     first, second = base(prefix), ours(prefix)
-    for chunk in chunks:
-        assert first.feed(chunk) == second.feed(chunk), f"events differ at {chunk!r}"
+    for index, chunk in enumerate(chunks):
+        if first.feed(chunk) != second.feed(chunk):
+            raise SystemExit(f"the two parsers' events differ at chunk {index}: {chunk!r}")
+    if first.finalize() != second.finalize():
+        raise SystemExit("the two parsers' messages or final events differ")
     blocks = [chunks[i : i + BLOCK] for i in range(0, len(chunks), BLOCK)]
     ratios = []
     for _ in range(passes):

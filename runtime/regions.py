@@ -99,12 +99,11 @@ class Regions(Scanner):
         before it, a longer piece of a start text is held with one look-up
         (State.held_pieces), and where it finds a start text, the scan is entered directly
         (`Scanner._scan_chunk`). Anything else goes to `_scan_feed`, before anything
-        changes. A bounded left context
-        is brought up to date from the region's chunks when read (`Scanner._left_context`),
-        so the routed text needs no other place (xlam and ernie, 4-character chunks of
-        content dense in `<`: 0.52-0.60 to 0.43 us a chunk, 0.48-0.49 to 0.40); the whole
-        stream (CONTEXT None) grows by the chunk here (llama3_json, a chunk after a held `<`:
-        3.1 to about 1.2 us, timed around the call).
+        changes. A bounded left context is brought up to date from the region's chunks when
+        read (`Scanner._left_context`), so the routed text needs no other place (xlam and
+        ernie, 4-character chunks of content dense in `<`: 0.52-0.60 to 0.43 us a chunk,
+        0.48-0.49 to 0.40); the whole stream (CONTEXT None) grows by the chunk here
+        (llama3_json, a chunk after a held `<`: 3.1 to about 1.2 us, timed around the call).
         """
         state = self._state
         buf = self._pending + text
